@@ -1,0 +1,62 @@
+// Package backoff is Kubernetes' retry machinery as one small, dependency-light
+// package: per-key exponential backoff, requeue rate limiters, loop and retry
+// helpers, and a delaying, rate-limited workqueue, all driven by an
+// injectable clock so that every behaviour can be tested without sleeping.
+//
+// Code that used k8s.io/client-go's flowcontrol and workqueue packages, or
+// k8s.io/apimachinery's wait package, keeps its calls: the names, leading
+// parameters and semantics are the same, the types gain a type parameter, and
+// every time-dependent function gains trailing [Option]s. Where Kubernetes has
+// a known flaw, this package fixes it and says so in the doc comment.
+//
+// # Which piece to use
+//
+//   - To retry one operation in application code (an HTTP call, a database
+//     transaction): [Retry], with a [Schedule] that says how long to wait
+//     between attempts, [Permanent] to stop early, and [RetryAfter] to honour
+//     a server's hint. Most callers want this.
+//   - To feed and drain a controller's work: a queue from [NewRateLimitingQueue]
+//     with [DefaultControllerRateLimiter], drained by the worker loop. Items
+//     are de-duplicated, never handed to two workers at once, and requeued
+//     with per-item exponential backoff.
+//   - To gate repeated work per key, as kubelet gates container restarts
+//     (CrashLoopBackOff): [Backoff], from [NewBackOff].
+//   - To decide requeue delays yourself: the [RateLimiter] implementations,
+//     item-exponential, fast-slow, token bucket, max-of and max-wait.
+//   - To run something periodically until stopped: [Until], [JitterUntil],
+//     [BackoffUntil] and their context forms; to wait for a condition:
+//     [PollUntilContextTimeout], [ExponentialBackoffWithContext].
+//
+// # The clock
+//
+// Every constructor and helper that reads time or waits takes [WithClock].
+// The default is the real clock. In tests, pass a FakeClock from
+// k8s.io/utils/clock/testing and step it: nothing in this package calls
+// time.Now, time.Sleep or the time package's timers directly, so a FakeClock
+// controls every delay, and tests run in microseconds without flaking.
+//
+// # Concurrency
+//
+// Every type in this package is safe for concurrent use by multiple
+// goroutines unless its documentation says otherwise. Callbacks (the f of a
+// loop helper, the fn of Retry, a worker's handler) are never called with a
+// lock of this package held, so they may call back into the package.
+//
+// # Bad input
+//
+// One rule for the whole package: constructors and Option functions panic on
+// an argument outside its domain (a negative duration, a NaN, infinite or
+// negative factor, a zero burst), with a message that names the function and
+// the parameter, such as
+//
+//	backoff: NewBackOff: initial must be positive, got -1s
+//
+// A panic at construction surfaces a programming error where it is cheap to
+// fix: at start-up, with a stack. Values that arrive at call time instead,
+// such as a delay passed to AddAfter, the fields of a [Schedule] literal, a
+// period passed to Until or a server's Retry-After hint, often come from data;
+// they are never rejected, but clamped as documented where they are read
+// (a negative delay counts as zero, for example). Whatever the input, no
+// function returns a negative delay or a delay above its cap, and no
+// computation overflows: delays saturate instead.
+package backoff

@@ -1,0 +1,38 @@
+package backoff
+
+import "errors"
+
+// Permanent marks err as not worth retrying: [Retry] returns at once when fn
+// returns it, and the queue's worker loop forgets the item instead of
+// requeueing it. Permanent(nil) is nil, so that
+//
+//	return backoff.Permanent(err)
+//
+// is safe whether or not err is set. The mark survives wrapping with
+// fmt.Errorf("...: %w", err), and errors.Is and errors.As see through it to
+// err.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &PermanentError{Err: err}
+}
+
+// PermanentError is the error [Permanent] returns. Match it with errors.As,
+// or test for it with [IsPermanent].
+type PermanentError struct {
+	Err error // the error that is not to be retried
+}
+
+// Error returns the message of the wrapped error, unchanged.
+func (e *PermanentError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error, for errors.Is and errors.As.
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// IsPermanent reports whether err, or any error it wraps, was marked with
+// [Permanent].
+func IsPermanent(err error) bool {
+	var p *PermanentError
+	return errors.As(err, &p)
+}
