@@ -56,7 +56,7 @@ func runTimelines(w io.Writer, only string, list bool) error {
 		fmt.Fprintln(w)
 		ran = true
 	}
-	if !list && !ran {
+	if only != "" && !ran {
 		return fmt.Errorf("demo: no timeline named %q (try -list)", only)
 	}
 	return nil
