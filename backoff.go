@@ -1,5 +1,321 @@
 package backoff
 
+import (
+	"hash/maphash"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// Backoff remembers, per id, how long work for that id should hold off after
+// it last failed: kubelet's CrashLoopBackOff, keyed by pod and container, is
+// the classic use. It is the same model as client-go's
+// k8s.io/client-go/util/flowcontrol.Backoff, and code that used client-go's
+// keeps its calls (see [NewBackOff] for the constructors).
+//
+// Each id has at most one entry: a current delay (its backoff) and the time
+// of its last update. [Backoff.Next] records a failure: the first one, or the
+// first after the entry expired, sets the delay to the initial one; each
+// further one doubles it, capped at the maximum. The gates
+// [Backoff.IsInBackOffSince] and [Backoff.IsInBackOffSinceUpdate] then say
+// whether work for the id must still wait.
+//
+// # Expiry and memory
+//
+// An entry whose last update lies more than twice the maximum delay before
+// an event time has expired: for that event it counts as absent, and the
+// next failure starts again from the initial delay. That is kubelet's "reset
+// after 10 minutes of successful execution" for a 5-minute cap. [WithExpiry]
+// replaces the rule.
+//
+// client-go keeps expired entries until the caller runs GC, so a caller that
+// forgets it leaks one entry per id ever seen. Backoff reclaims them by
+// itself, with no goroutine: every Next also inspects the next two entries
+// of its shard in round-robin order and deletes those that have expired at
+// the clock's current time, as GC would. That costs O(1) per call and bounds
+// the memory, because only Next adds entries: a round over a shard takes at
+// most as many Next calls as the shard held when the round began, and every
+// entry it holds at the end of a round was live when the round inspected it.
+// A shard thus holds at most about twice the ids that were live during its
+// last round. Its storage shrinks once it falls to a quarter of its peak,
+// which a Go map alone never does. A shard that no Next reaches keeps its
+// expired entries, but cannot grow either. [Backoff.GC] remains available to
+// reclaim everything at once.
+//
+// # Concurrency
+//
+// A Backoff is safe for concurrent use by multiple goroutines. Entries are
+// spread over independently locked shards by a hash of the id, so calls for
+// different ids rarely contend; the calls for one id are serialised. No lock
+// is held while the clock is read, and the methods never call back into
+// anything but the clock and the expiry rule.
+//
+// The zero value is not usable: its methods panic. Create a Backoff with
+// [NewBackOff] or [NewBackOffWithJitter] and share it by pointer.
+//
+// # Differences from client-go
+//
+//   - Expired entries are reclaimed as the Backoff is used; client-go keeps
+//     them until GC is called.
+//   - [Backoff.Attempts] reports how many failures an entry has counted.
+//   - The delay never exceeds the maximum: client-go's first jittered delay
+//     can, by up to maxJitterFactor × initial.
+//   - Nothing overflows. For a maximum above math.MaxInt64/2 (about 146
+//     years), client-go's 2×max expiry threshold wraps negative, so every
+//     entry counts as expired and the delay never leaves initial, and its
+//     doubling can wrap to a negative delay; both saturate here.
+//   - The clock and the expiry rule are options ([WithClock], [WithExpiry])
+//     instead of the exported fields Clock and HasExpiredFunc, which a
+//     caller could change while the Backoff is in use.
+//   - Out-of-domain arguments panic at construction (see the package
+//     documentation); client-go accepts any values.
+type Backoff struct {
+	shards []shard
+	mask   uint64 // len(shards)-1; len(shards) is a power of two
+	seed   maphash.Seed
+	clock  clock.PassiveClock
+
+	initial time.Duration
+	ceiling time.Duration // the maximum delay; ≥ initial > 0
+	jitter  float64       // maxJitterFactor; 0 for none
+
+	// expiry is the caller's rule from WithExpiry, or nil for the default:
+	// expired once the event lies more than stale after the last update.
+	expiry func(eventTime, lastUpdate time.Time, maxDelay time.Duration) bool
+	stale  time.Duration // 2×ceiling, saturated so that it cannot wrap
+}
+
 // backoffConfig holds the options that Backoff reads. Its zero value is the
-// default. (Stub: the per-key Backoff lands here.)
-type backoffConfig struct{}
+// default: entries expire 2×max after their last update.
+type backoffConfig struct {
+	expiry func(eventTime, lastUpdate time.Time, maxDelay time.Duration) bool
+}
+
+// WithExpiry replaces the rule by which a [Backoff] entry expires, which is
+// client-go's Backoff.HasExpiredFunc. expired reports whether an entry last
+// updated at lastUpdate has expired for an event at eventTime; maxDelay is
+// the Backoff's maximum delay. The default rule is
+//
+//	eventTime.Sub(lastUpdate) > 2*maxDelay
+//
+// Next restarts an expired entry at the initial delay, the IsInBackOff gates
+// report false for it, and GC and the automatic reclamation delete the
+// entries that have expired at the clock's current time. Backoff calls
+// expired with an internal lock held: it must be fast, and it must not call
+// the Backoff's methods, which would deadlock. WithExpiry is read only by
+// NewBackOff and NewBackOffWithJitter.
+//
+// WithExpiry panics if expired is nil.
+func WithExpiry(expired func(eventTime, lastUpdate time.Time, maxDelay time.Duration) bool) Option {
+	if expired == nil {
+		badArgument("WithExpiry", "expired must not be nil", nil)
+	}
+	return func(c *config) { c.backoff.expiry = expired }
+}
+
+// NewBackOff returns a [Backoff] whose delays start at initial and double at
+// each failure up to maxDelay, without jitter. It is client-go's
+// flowcontrol.NewBackOff; NewFakeBackOff(initial, maxDelay, clock) is
+// NewBackOff(initial, maxDelay, WithClock(clock)). Options: [WithClock],
+// [WithExpiry].
+//
+// NewBackOff panics unless 0 < initial ≤ maxDelay: a zero initial delay would
+// never grow.
+func NewBackOff(initial, maxDelay time.Duration, opts ...Option) *Backoff {
+	return newBackoff("NewBackOff", initial, maxDelay, 0, opts)
+}
+
+// NewBackOffWithJitter is like [NewBackOff] but adds jitter to each delay, so
+// that the ids that failed together do not all come back together: the first
+// delay is drawn from [initial, initial + maxJitterFactor·initial), and each
+// next one from [2d, 2d + maxJitterFactor·d) for the previous delay d, both
+// capped at maxDelay. A maxJitterFactor of 0 means no jitter; a huge one is
+// allowed and simply makes most delays maxDelay. It is client-go's
+// flowcontrol.NewBackOffWithJitter, except that the first delay, too, is
+// capped.
+//
+// NewBackOffWithJitter panics unless 0 < initial ≤ maxDelay and
+// maxJitterFactor is a finite number ≥ 0.
+func NewBackOffWithJitter(initial, maxDelay time.Duration, maxJitterFactor float64, opts ...Option) *Backoff {
+	mustBeFactor("NewBackOffWithJitter", "maxJitterFactor", maxJitterFactor)
+	return newBackoff("NewBackOffWithJitter", initial, maxDelay, maxJitterFactor, opts)
+}
+
+func newBackoff(where string, initial, maxDelay time.Duration, jitter float64, opts []Option) *Backoff {
+	mustBePositive(where, "initial", initial)
+	mustNotBeNegative(where, "maxDelay", maxDelay)
+	if maxDelay < initial {
+		badArgument(where, "maxDelay must be at least initial ("+initial.String()+")", maxDelay)
+	}
+	cfg := newConfig(opts)
+	n := shardCount()
+	return &Backoff{
+		shards:  make([]shard, n),
+		mask:    uint64(n - 1),
+		seed:    maphash.MakeSeed(),
+		clock:   cfg.clock,
+		initial: initial,
+		ceiling: maxDelay,
+		jitter:  jitter,
+		expiry:  cfg.backoff.expiry,
+		stale:   shiftDuration(maxDelay, 1),
+	}
+}
+
+// Next records a failure of id at eventTime and moves its delay on. If id has
+// no entry, or its entry has expired for eventTime, the entry (re)starts at
+// the initial delay (plus jitter); otherwise the delay doubles (plus jitter),
+// capped at the maximum. Either way the entry's last update becomes the
+// clock's current time, not eventTime, as in client-go.
+//
+// Next also reclaims up to two expired entries of other ids (see [Backoff]);
+// its cost is O(1), amortised over the rare rebuild of a shrinking shard.
+func (b *Backoff) Next(id string, eventTime time.Time) {
+	s := b.shardFor(id)
+	now := b.clock.Now() // before locking: no lock is ever held across a clock call
+	s.mu.Lock()
+	i, ok := s.index[id]
+	switch {
+	case ok && !b.expired(eventTime, s.entries[i].lastUpdate):
+		e := &s.entries[i]
+		e.backoff = b.grow(e.backoff)
+		e.attempts++
+		e.lastUpdate = now
+	case ok:
+		// Restart in place; keep the stored id, which the index map's key
+		// shares, rather than retaining the caller's string as well.
+		s.entries[i] = entry{id: s.entries[i].id, lastUpdate: now, backoff: b.first(), attempts: 1}
+	default:
+		i = s.insertLocked(entry{id: id, lastUpdate: now, backoff: b.first(), attempts: 1})
+	}
+	s.sweepLocked(b, now, i)
+	s.mu.Unlock()
+}
+
+// first returns the delay of a new or restarted entry.
+func (b *Backoff) first() time.Duration {
+	return clampDuration(Jitter(b.initial, b.jitter), b.ceiling)
+}
+
+// grow returns the delay that follows d: 2d plus up to jitter×d, capped.
+func (b *Backoff) grow(d time.Duration) time.Duration {
+	return clampDuration(addDuration(d, Jitter(d, b.jitter)), b.ceiling)
+}
+
+// expired reports whether an entry last updated at lastUpdate has expired
+// for an event at eventTime. It runs with or without a shard lock held, so
+// it must not take one.
+func (b *Backoff) expired(eventTime, lastUpdate time.Time) bool {
+	if b.expiry != nil {
+		return b.expiry(eventTime, lastUpdate, b.ceiling)
+	}
+	return eventTime.Sub(lastUpdate) > b.stale
+}
+
+// Get returns the current delay of id, or 0 if id has no entry. Like
+// client-go's, it does not check expiry: an expired entry reports its last
+// delay until it is reclaimed (by GC, by the sweep of a Next call, or
+// restarted by Next), after which Get returns 0.
+func (b *Backoff) Get(id string) time.Duration {
+	e, _ := b.lookup(id)
+	return e.backoff
+}
+
+// Attempts returns how many times Next has been called for id since its entry
+// was created or last restarted: 1 after the first failure, 2 after the
+// second, and so on; 0 if id has no entry. For a crash-looping container it
+// is the number of restarts in the current loop. Like [Backoff.Get], it does
+// not check expiry. client-go has no counterpart (it was proposed as
+// GetWithRetryNumber in kubernetes/kubernetes#51626, not merged).
+func (b *Backoff) Attempts(id string) int {
+	e, _ := b.lookup(id)
+	return e.attempts
+}
+
+// IsInBackOffSince reports whether work for id that last ran (or last
+// failed) at eventTime must still wait: whether less than the current delay
+// of id has passed between eventTime and the clock's current time. It
+// reports false if id has no entry or its entry has expired for eventTime.
+// An eventTime in the future counts as no time passed.
+func (b *Backoff) IsInBackOffSince(id string, eventTime time.Time) bool {
+	e, ok := b.lookup(id)
+	if !ok || b.expired(eventTime, e.lastUpdate) {
+		return false
+	}
+	return b.clock.Since(eventTime) < e.backoff
+}
+
+// IsInBackOffSinceUpdate reports whether eventTime lies within the current
+// delay of id counted from its entry's last update, that is, whether less than
+// the delay passed between the last Next and eventTime. It reports false if
+// id has no entry or its entry has expired for eventTime. Unlike
+// [Backoff.IsInBackOffSince] it does not read the clock.
+func (b *Backoff) IsInBackOffSinceUpdate(id string, eventTime time.Time) bool {
+	e, ok := b.lookup(id)
+	if !ok || b.expired(eventTime, e.lastUpdate) {
+		return false
+	}
+	return eventTime.Sub(e.lastUpdate) < e.backoff
+}
+
+// Reset forgets id: its next failure starts again at the initial delay. It
+// does nothing if id has no entry.
+func (b *Backoff) Reset(id string) {
+	s := b.shardFor(id)
+	s.mu.Lock()
+	if i, ok := s.index[id]; ok {
+		s.removeLocked(i, -1)
+		s.shrinkLocked()
+	}
+	s.mu.Unlock()
+}
+
+// DeleteEntry is the same as [Backoff.Reset]; client-go has both names.
+func (b *Backoff) DeleteEntry(id string) {
+	b.Reset(id)
+}
+
+// GC deletes every entry that has expired at the clock's current time (by
+// default, whose last update lies more than 2×max in the past). It takes
+// O(n) for n entries, holding one shard's lock at a time, so other calls go
+// on meanwhile. Unlike client-go's, a Backoff needs no periodic GC to keep
+// its memory bounded (see [Backoff]); GC frees everything reclaimable at
+// once, before a quiet period, say.
+func (b *Backoff) GC() {
+	if b.shards == nil {
+		panicZeroValue()
+	}
+	now := b.clock.Now()
+	for i := range b.shards {
+		s := &b.shards[i]
+		s.mu.Lock()
+		s.collectLocked(b, now)
+		s.mu.Unlock()
+	}
+}
+
+// lookup returns a copy of id's entry. Copying lets the callers run the
+// expiry rule and read the clock after the lock is released.
+func (b *Backoff) lookup(id string) (entry, bool) {
+	s := b.shardFor(id)
+	s.mu.Lock()
+	i, ok := s.index[id]
+	var e entry
+	if ok {
+		e = s.entries[i]
+	}
+	s.mu.Unlock()
+	return e, ok
+}
+
+// shardFor returns the shard that holds id's entry.
+func (b *Backoff) shardFor(id string) *shard {
+	if b.shards == nil {
+		panicZeroValue()
+	}
+	return &b.shards[maphash.String(b.seed, id)&b.mask]
+}
+
+func panicZeroValue() {
+	panic("backoff: Backoff used without NewBackOff or NewBackOffWithJitter")
+}

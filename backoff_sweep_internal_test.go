@@ -1,0 +1,203 @@
+package backoff
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+// Internal tests of the storage: the automatic reclamation of expired
+// entries, the shrinking, and the invariants that keep the sweep from
+// skipping entries.
+
+var sweepEpoch = time.Date(2024, time.March, 1, 12, 0, 0, 0, time.UTC)
+
+// newSweepBackoff returns a Backoff(1s, 10s) on a fake clock; shards > 0
+// forces the shard count, which makes the sweep's progress exact.
+func newSweepBackoff(t *testing.T, shards int, opts ...Option) (*Backoff, *testingclock.FakeClock) {
+	t.Helper()
+	fc := testingclock.NewFakeClock(sweepEpoch)
+	b := NewBackOff(time.Second, 10*time.Second, append([]Option{WithClock(fc)}, opts...)...)
+	if shards > 0 {
+		b.shards = make([]shard, shards)
+		b.mask = uint64(shards - 1)
+	}
+	return b, fc
+}
+
+// checkShards fails the test unless every shard's index and entries agree
+// and its cursor is in range.
+func checkShards(t *testing.T, b *Backoff) {
+	t.Helper()
+	for n := range b.shards {
+		s := &b.shards[n]
+		s.mu.Lock()
+		require.Len(t, s.index, len(s.entries), "shard %d", n)
+		require.LessOrEqual(t, s.cursor, len(s.entries), "shard %d", n)
+		for i, e := range s.entries {
+			require.Equal(t, i, s.index[e.id], "shard %d: index of %q", n, e.id)
+		}
+		s.mu.Unlock()
+	}
+}
+
+func TestSweepReclaimsWithoutGC(t *testing.T) {
+	// One shard makes the count predictable: after the clock passes 2×max,
+	// each Next on a live id deletes two expired entries.
+	b, fc := newSweepBackoff(t, 1)
+	for i := range 10_000 {
+		b.Next(fmt.Sprint("old", i), fc.Now())
+	}
+	require.Equal(t, 10_000, b.size())
+	fc.Step(20*time.Second + time.Nanosecond)
+
+	b.Next("live", fc.Now())
+	for i := 1; i < 6_000; i++ {
+		b.Next("live", fc.Now())
+		if i == 1_000 {
+			// Two per Next, less a step now and then that passes "live".
+			assert.InDelta(t, 10_001-2*1_001, b.size(), 4, "two expired entries per Next")
+		}
+	}
+	assert.Equal(t, 1, b.size(), "every expired entry reclaimed")
+	assert.Equal(t, time.Duration(0), b.Get("old0"))
+	checkShards(t, b)
+}
+
+func TestSweepReclaimsWithDefaultShards(t *testing.T) {
+	b, fc := newSweepBackoff(t, 0)
+	for i := range 10_000 {
+		b.Next(fmt.Sprint("old", i), fc.Now())
+	}
+	require.Equal(t, 10_000, b.size())
+	fc.Step(20*time.Second + time.Nanosecond)
+
+	// Keep using 1,000 other ids. Every shard that they reach is swept
+	// clean; a shard none of them reaches (likely only with hundreds of
+	// shards) keeps its share of the 10,000 until GC.
+	for range 20 {
+		for i := range 1_000 {
+			b.Next(fmt.Sprint("new", i), fc.Now())
+		}
+	}
+	assert.Less(t, b.size(), 2_000, "the expired entries were mostly reclaimed")
+	assert.GreaterOrEqual(t, b.size(), 1_000)
+	b.GC()
+	assert.Equal(t, 1_000, b.size())
+	checkShards(t, b)
+}
+
+func TestSweepBoundsMemoryUnderChurn(t *testing.T) {
+	// A stream of new ids, one every 10 ms, each failing once: at any time
+	// the ids of the last 2×max = 20 s (2,000 of them) are live. Without
+	// reclamation the Backoff would hold all 20,000.
+	const live = 2_000
+	b, fc := newSweepBackoff(t, 1)
+	peak := 0
+	for i := range 20_000 {
+		fc.Step(10 * time.Millisecond)
+		b.Next(fmt.Sprint("id", i), fc.Now())
+		peak = max(peak, b.size())
+	}
+	assert.LessOrEqual(t, peak, 2*live+2, "at most about twice the live ids")
+	assert.GreaterOrEqual(t, b.size(), live)
+	checkShards(t, b)
+}
+
+func TestSweepKeepsTheEntryJustUpdated(t *testing.T) {
+	// With a rule under which every entry has expired, the sweep of Next
+	// must still not delete the entry that Next has just written.
+	always := func(time.Time, time.Time, time.Duration) bool { return true }
+	b, fc := newSweepBackoff(t, 1, WithExpiry(always))
+	b.Next("a", fc.Now())
+	assert.Equal(t, time.Second, b.Get("a"))
+	b.Next("b", fc.Now())
+	assert.Equal(t, time.Second, b.Get("b"))
+	assert.Equal(t, time.Duration(0), b.Get("a"), "the next Next sweeps it")
+	checkShards(t, b)
+}
+
+func TestShrinkAfterMassRemoval(t *testing.T) {
+	b, fc := newSweepBackoff(t, 1)
+	const n = 4 * shrinkMin
+	for i := range n {
+		b.Next(fmt.Sprint("id", i), fc.Now())
+	}
+	s := &b.shards[0]
+	require.Equal(t, n, s.peak)
+
+	for i := range n - n/4 - 1 {
+		b.Reset(fmt.Sprint("id", i))
+	}
+	assert.Equal(t, n, s.peak, "not yet a quarter")
+	b.Reset(fmt.Sprint("id", n-n/4-1))
+	assert.Equal(t, n/4, s.peak, "rebuilt at a quarter of the peak")
+	assert.Equal(t, n/2, cap(s.entries))
+	checkShards(t, b)
+	assert.Equal(t, time.Second, b.Get(fmt.Sprint("id", n-1)), "entries survive the rebuild")
+
+	fc.Step(time.Hour)
+	b.GC()
+	assert.Nil(t, s.entries, "an emptied shard drops its storage")
+	assert.Nil(t, s.index)
+	b.Next("again", fc.Now())
+	assert.Equal(t, 1, b.size())
+}
+
+// TestRemoveKeepsTheSplit drives a shard through random inserts, removals
+// and sweep steps and checks, besides the index, that a round of the sweep
+// never skips an entry: every entry present when a round starts is
+// inspected (or removed) before the round ends.
+func TestRemoveKeepsTheSplit(t *testing.T) {
+	never := func(time.Time, time.Time, time.Duration) bool { return false }
+	b, _ := newSweepBackoff(t, 1, WithExpiry(never))
+	s := &b.shards[0].shardState
+	rng := rand.New(rand.NewPCG(1, 2))
+	next := 0
+	var inspected map[string]bool // in the current round
+	var owed map[string]bool      // present when the round started
+	for step := range 20_000 {
+		switch op := rng.IntN(10); {
+		case op < 4:
+			s.insertLocked(entry{id: fmt.Sprint("id", next)})
+			next++
+		case op < 6 && len(s.entries) > 0:
+			i := rng.IntN(len(s.entries))
+			delete(owed, s.entries[i].id)
+			s.removeLocked(i, -1)
+		default:
+			if len(s.entries) == 0 {
+				continue
+			}
+			if s.cursor >= len(s.entries) {
+				for id := range owed {
+					require.True(t, inspected[id], "step %d: round skipped %s", step, id)
+				}
+				s.cursor = 0
+				inspected, owed = map[string]bool{}, map[string]bool{}
+				for _, e := range s.entries {
+					owed[e.id] = true
+				}
+			}
+			if inspected != nil {
+				inspected[s.entries[s.cursor].id] = true
+			}
+			s.cursor++
+		}
+		require.Len(t, s.index, len(s.entries))
+		require.LessOrEqual(t, s.cursor, len(s.entries))
+	}
+	checkShards(t, b)
+}
+
+func TestShardCount(t *testing.T) {
+	n := shardCount()
+	assert.Equal(t, 0, n&(n-1), "a power of two")
+	assert.GreaterOrEqual(t, n, 1)
+	assert.LessOrEqual(t, n, maxShards)
+}
