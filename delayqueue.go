@@ -22,7 +22,8 @@ import (
 //   - Len, Get and the adds move items whose ready time has passed to the
 //     FIFO themselves, so with a FakeClock an item is visible as soon as Step
 //     passes its ready time, with no polling.
-//   - A waiting int item takes about 30 bytes (client-go: about 95).
+//   - A waiting int item takes about 36 bytes of heap at a million items
+//     (client-go: about 95).
 //
 // A DelayingQueue is safe for concurrent use by multiple goroutines. Its zero
 // value is not usable: create it with [NewDelayingQueue].
@@ -144,7 +145,10 @@ func (q *Queue[T]) promoteLocked(now int64) {
 		return
 	}
 	for q.waiting.len() > 0 && q.waiting.minAt() <= now {
-		q.enqueueLocked(q.waiting.popMin().item, now)
+		// The item joined the FIFO at its ready time, however late this
+		// promotion runs: queue latency counts from there.
+		e := q.waiting.popMin()
+		q.enqueueLocked(e.item, e.at)
 	}
 	q.armLocked(now)
 }

@@ -78,6 +78,17 @@ func TestQueueMetrics(t *testing.T) {
 	assert.Equal(t, "add depth=2 retry", m.take())
 	q.Done(b)
 	assert.Equal(t, "work=2s", m.take())
+
+	fc.Step(500 * time.Millisecond)
+	q.Get()
+	assert.Equal(t, "depth=1 latency=500ms", m.take())
+
+	q.AddAfter("d", time.Second)
+	fc.Step(3 * time.Second) // nobody looks when d becomes ready
+	q.Get()
+	q.Get()
+	assert.Equal(t, "retry add depth=2 depth=1 latency=3.5s depth=0 latency=2s", m.take(),
+		"latency counts from the ready time, not from when the queue noticed it")
 }
 
 func TestQueueNopMetricsAllocateNothing(t *testing.T) {

@@ -10,7 +10,7 @@ import "hash/maphash"
 // records its slot, so that moving an entry in the heap updates the table in
 // O(1) without hashing.
 //
-// That layout is what keeps a waiting int item at about 30 bytes: a Go map
+// That layout is what keeps a waiting int item at about 36 bytes: a Go map
 // from item to position costs 16-byte slots plus control bytes, about 38
 // bytes per item at a million items on its own, while this table costs 4
 // bytes per slot, at most 3/4 full. hash/maphash.Comparable, which hashes
