@@ -85,6 +85,7 @@ type Queue[T comparable] struct {
 
 	ready   readyRing[T] // queued items not being processed, in order
 	states  map[T]uint8  // queueDirty and queueProcessing bits; no entry means neither
+	peak    int          // the most entries states has held since it was made
 	waiting waitHeap[T]  // items waiting for their ready time (delaying queues)
 	starts  map[T]int64  // when each processing item was handed out; only with metrics
 	metrics QueueMetrics // nil when there are none
@@ -180,11 +181,14 @@ func (q *Queue[T]) addLocked(item T, now int64) {
 // enqueueLocked marks item dirty and, unless it is being processed, appends
 // it to the FIFO. now is the current time or -1 (read here if needed).
 func (q *Queue[T]) enqueueLocked(item T, now int64) {
-	st := q.states[item]
+	st, known := q.states[item]
 	if st&queueDirty != 0 {
 		return
 	}
 	q.states[item] = st | queueDirty
+	if !known && len(q.states) > q.peak {
+		q.peak = len(q.states)
+	}
 	if q.metrics != nil {
 		q.metrics.IncAdds()
 	}
@@ -339,8 +343,15 @@ func (q *Queue[T]) Done(item T) {
 		return
 	}
 	delete(q.states, item)
-	if len(q.states) == 0 && q.draining {
-		q.drained.Broadcast()
+	if len(q.states) == 0 {
+		if q.peak > waitShrinkCap {
+			// A Go map never gives back the memory of its peak size: after
+			// a burst, start afresh.
+			q.states, q.peak = make(map[T]uint8), 0
+		}
+		if q.draining {
+			q.drained.Broadcast()
+		}
 	}
 }
 

@@ -143,6 +143,29 @@ func BenchmarkDelayingQueueLateness(b *testing.B) {
 		wg.Wait()
 		reportLateness(b, late)
 	})
+	b.Run("time.AfterFunc+chan", func(b *testing.B) {
+		// The bare timer plus the hand-off to a worker goroutine that any
+		// queue needs: the floor for a delaying queue.
+		deadlines := make([]time.Time, b.N)
+		late := make([]time.Duration, b.N)
+		ch := make(chan int, b.N)
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; n < b.N; n++ {
+				i := <-ch
+				late[i] = time.Since(deadlines[i])
+			}
+		}()
+		for i := 0; i < b.N; i++ {
+			deadlines[i] = time.Now().Add(delay)
+			time.AfterFunc(delay, func() { ch <- i })
+			time.Sleep(50 * time.Microsecond)
+		}
+		wg.Wait()
+		reportLateness(b, late)
+	})
 }
 
 func reportLateness(b *testing.B, late []time.Duration) {

@@ -236,3 +236,26 @@ func FuzzAddAfter(f *testing.F) {
 		q.mu.Unlock()
 	})
 }
+
+func TestQueueGivesMemoryBack(t *testing.T) {
+	q := NewQueue[int]()
+	for i := 0; i < 100_000; i++ {
+		q.Add(i)
+	}
+	assert.Equal(t, 100_000, q.peak)
+	for q.Len() > 0 {
+		item, _ := q.Get()
+		q.Done(item)
+	}
+	assert.Zero(t, q.peak, "the state map was made afresh")
+	assert.Equal(t, readyMinSize, len(q.ready.buf), "the FIFO shrank")
+
+	q.Add(1) // a small queue keeps its map: no allocation per cycle
+	item, _ := q.Get()
+	q.Done(item)
+	m := q.states
+	q.Add(2)
+	item, _ = q.Get()
+	q.Done(item)
+	assert.Equal(t, fmt.Sprintf("%p", m), fmt.Sprintf("%p", q.states))
+}
