@@ -96,7 +96,7 @@ func ExampleDelayingQueue_TakeWaiting() {
 func ExampleRunWorkers() {
 	start := time.Date(2024, time.March, 1, 12, 0, 0, 0, time.UTC)
 	clock := testingclock.NewFakeClock(start)
-	limiter := newQLimiter[string](qExponential(5 * time.Millisecond))
+	limiter := backoff.DefaultControllerRateLimiter[string](backoff.WithClock(clock))
 	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
 			if a.Key == slog.TimeKey {
@@ -133,6 +133,37 @@ func ExampleRunWorkers() {
 	// level=ERROR msg="backoff: item failed permanently; not requeued" queue=demo item=default/broken error="invalid spec"
 	// default/flaky retries in 5ms
 	// default/cron retries in 1h0m0s
+}
+
+// A controller's queue: a worker that fails on an item requeues it with
+// AddRateLimited, and the item comes back after the limiter's delay, 5 ms,
+// 10 ms, 20 ms … with DefaultControllerRateLimiter (seed 003).
+func ExampleNewRateLimitingQueue() {
+	clock := testingclock.NewFakeClock(time.Date(2024, time.March, 1, 12, 0, 0, 0, time.UTC))
+	q := backoff.NewRateLimitingQueue[string](backoff.DefaultControllerRateLimiter[string](backoff.WithClock(clock)),
+		backoff.WithClock(clock))
+	defer q.ShutDown()
+
+	q.Add("default/cluster")
+	for range 4 {
+		item, _ := q.Get()
+		failedAt := clock.Now()
+		q.AddRateLimited(item) // the reconcile failed
+		q.Done(item)
+		readyAt, _ := q.NextReadyAt()
+		fmt.Printf("failure %d: back in %v\n", q.NumRequeues(item), readyAt.Sub(failedAt))
+		clock.SetTime(readyAt)
+	}
+	item, _ := q.Get()
+	q.Forget(item) // the reconcile succeeded
+	q.Done(item)
+	fmt.Println("after success:", q.NumRequeues(item), "requeues")
+	// Output:
+	// failure 1: back in 5ms
+	// failure 2: back in 10ms
+	// failure 3: back in 20ms
+	// failure 4: back in 40ms
+	// after success: 0 requeues
 }
 
 // printMetrics prints what a queue reports; a real implementation would
