@@ -13,9 +13,6 @@ import (
 	"github.com/retrykit/backoff"
 )
 
-// epoch is the fake clocks' starting time in the rate limiter tests.
-var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-
 // whenN calls l.When(item) n times and returns the delays.
 func whenN[T comparable](t *testing.T, l backoff.RateLimiter[T], item T, n int) []time.Duration {
 	t.Helper()
