@@ -233,8 +233,8 @@ func TestDelayingQueueShutDown(t *testing.T) {
 
 	// The items still waiting are not lost: they can be taken back.
 	assert.Equal(t, []backoff.WaitingItem[string]{
-		{Item: "late", ReadyAt: queueT0.Add(time.Hour)},
-		{Item: "later", ReadyAt: queueT0.Add(2 * time.Hour)},
+		{Item: "late", ReadyAt: epoch.Add(time.Hour)},
+		{Item: "later", ReadyAt: epoch.Add(2 * time.Hour)},
 	}, q.TakeWaiting())
 	assert.Nil(t, q.TakeWaiting())
 }
@@ -244,7 +244,7 @@ func TestDelayingQueueTakeWaitingWhileRunning(t *testing.T) {
 	q.AddAfter("a", time.Second)
 	q.AddAfter("b", time.Minute)
 	step(time.Second)
-	assert.Equal(t, []backoff.WaitingItem[string]{{Item: "b", ReadyAt: queueT0.Add(time.Minute)}},
+	assert.Equal(t, []backoff.WaitingItem[string]{{Item: "b", ReadyAt: epoch.Add(time.Minute)}},
 		q.TakeWaiting(), "a is due, so queued, not taken")
 	assert.Equal(t, []string{"a"}, getReady[string](t, q))
 	step(time.Hour)
@@ -259,10 +259,10 @@ func TestDelayingQueueNextReadyAt(t *testing.T) {
 	q.AddAfter("b", time.Second)
 	at, ok := q.NextReadyAt()
 	assert.True(t, ok)
-	assert.Equal(t, queueT0.Add(time.Second), at)
+	assert.Equal(t, epoch.Add(time.Second), at)
 	step(time.Second)
 	at, _ = q.NextReadyAt()
-	assert.Equal(t, queueT0.Add(time.Minute), at)
+	assert.Equal(t, epoch.Add(time.Minute), at)
 }
 
 func TestDelayingQueueSaturatesHugeDelays(t *testing.T) {
@@ -271,7 +271,7 @@ func TestDelayingQueueSaturatesHugeDelays(t *testing.T) {
 	q.AddAfter("max", math.MaxInt64)
 	at, ok := q.NextReadyAt()
 	require.True(t, ok)
-	assert.Equal(t, queueT0.Add(math.MaxInt64), at, "saturated at the largest delay from the queue's creation")
+	assert.Equal(t, epoch.Add(math.MaxInt64), at, "saturated at the largest delay from the queue's creation")
 	step(100 * 365 * 24 * time.Hour)
 	assert.Equal(t, 0, q.Len())
 }
@@ -280,11 +280,11 @@ func TestDelayingQueueClockSetBackBeforeCreation(t *testing.T) {
 	fc := newQueueClock()
 	q := backoff.NewDelayingQueue[string](backoff.WithClock(fc))
 	defer q.ShutDown()
-	fc.SetTime(queueT0.Add(-time.Hour))
+	fc.SetTime(epoch.Add(-time.Hour))
 	q.AddAfter("a", time.Second) // counts from the queue's creation
-	fc.SetTime(queueT0.Add(time.Second - 1))
+	fc.SetTime(epoch.Add(time.Second - 1))
 	assert.Equal(t, 0, q.Len())
-	fc.SetTime(queueT0.Add(time.Second))
+	fc.SetTime(epoch.Add(time.Second))
 	assert.Equal(t, 1, q.Len())
 }
 

@@ -11,10 +11,8 @@ import (
 	"github.com/retrykit/backoff"
 )
 
-// queueT0 is the fake clocks' start: the first line of seed 003's log.
-var queueT0 = time.Date(2020, 6, 30, 8, 14, 38, 0, time.UTC)
-
-func newQueueClock() *testingclock.FakeClock { return testingclock.NewFakeClock(queueT0) }
+// newQueueClock returns a FakeClock at the tests' shared epoch.
+func newQueueClock() *testingclock.FakeClock { return testingclock.NewFakeClock(epoch) }
 
 // qLimiter is a RateLimiter for the queue tests: the delay of an item's n-th
 // failure (n from 0) is delay(n). It counts its When calls.

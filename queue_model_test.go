@@ -218,7 +218,7 @@ func TestQueueAgreesWithModel(t *testing.T) {
 				at, ok := q.NextReadyAt()
 				if w := m.waitingInOrder(); len(w) > 0 && !m.shut {
 					require.True(t, ok, "NextReadyAt after %v", log)
-					require.Equal(t, m.waiting[w[0]].at, at.Sub(queueT0), "NextReadyAt after %v", log)
+					require.Equal(t, m.waiting[w[0]].at, at.Sub(epoch), "NextReadyAt after %v", log)
 				} else {
 					require.False(t, ok, "NextReadyAt after %v", log)
 				}

@@ -103,12 +103,12 @@ func TestRunWorkersAppliesResultRules(t *testing.T) {
 	assert.Equal(t, map[string]int{"ok": 0, "err": 1, "perm": 0, "after": 0, "requeue": 1, "both": 0,
 		"negative": 0, "panic": 1, "exit": 1, "end": 0}, requeues)
 	assert.Equal(t, []backoff.WaitingItem[string]{
-		{Item: "err", ReadyAt: queueT0.Add(time.Minute)},
-		{Item: "requeue", ReadyAt: queueT0.Add(time.Minute)},
-		{Item: "panic", ReadyAt: queueT0.Add(time.Minute)},
-		{Item: "exit", ReadyAt: queueT0.Add(time.Minute)},
-		{Item: "after", ReadyAt: queueT0.Add(time.Hour)},
-		{Item: "both", ReadyAt: queueT0.Add(2 * time.Hour)},
+		{Item: "err", ReadyAt: epoch.Add(time.Minute)},
+		{Item: "requeue", ReadyAt: epoch.Add(time.Minute)},
+		{Item: "panic", ReadyAt: epoch.Add(time.Minute)},
+		{Item: "exit", ReadyAt: epoch.Add(time.Minute)},
+		{Item: "after", ReadyAt: epoch.Add(time.Hour)},
+		{Item: "both", ReadyAt: epoch.Add(2 * time.Hour)},
 	}, q.TakeWaiting())
 
 	log := logs.String()
