@@ -41,15 +41,17 @@ func NewDelayingQueue[T comparable](opts ...Option) *DelayingQueue[T] {
 }
 
 // AddAfter adds item once d has passed: at once if d ≤ 0 (a negative d counts
-// as zero), else when the clock reaches now+d, saturating at the largest
-// time.Time the clock can reach (about 292 years ahead). If item already
-// waits, the earlier of its two ready times wins. Items that become ready
-// together are queued in the order of their ready times, and ties in the
-// order in which those times were set. AddAfter does nothing once the queue
-// is shutting down.
+// as zero), else when the clock reaches now+d. A ready time more than about
+// 292 years after the queue's creation (math.MaxInt64 nanoseconds)
+// saturates there instead of overflowing. If item already waits, the earlier
+// of its two ready times wins. Items that become ready together are queued in
+// the order of their ready times, and ties in the order in which those times
+// were set. AddAfter does nothing once the queue is shutting down.
 //
 // AddAfter(item, d ≤ 0) is Add(item): it also takes item out of the wait
-// (kubernetes#126027).
+// (kubernetes#126027). With d > 0, an item that is queued or being processed
+// still waits for a further run after d, as in client-go: a requeue after a
+// delay asks for a run that late, which the pending one does not give.
 //
 // AddAfter never blocks beyond the queue's mutex and does not allocate in
 // steady state; O(log n) in the number of waiting items.

@@ -342,3 +342,12 @@ func TestDelayingQueueStepRacesAddAfterAndGet(t *testing.T) {
 	assert.Nil(t, q.TakeWaiting())
 	assert.Equal(t, 0, q.Len())
 }
+
+func TestDelayingQueueAddAfterOfQueuedItemRunsAgainLater(t *testing.T) {
+	q, step := newDelayingQueue[string](t)
+	q.Add("a")
+	q.AddAfter("a", time.Second) // a run after 1s, which the queued one does not give
+	assert.Equal(t, []string{"a"}, getReady[string](t, q))
+	step(time.Second)
+	assert.Equal(t, []string{"a"}, getReady[string](t, q))
+}
