@@ -114,6 +114,10 @@ func (m *exponentialManager) Backoff() clock.Timer {
 //
 // The manager is not safe for concurrent use: it hands out one timer, which
 // only one loop can wait on.
+//
+// apimachinery deprecated this constructor too, in favour of
+// Backoff{Duration: d, Jitter: j}.Timer(); this package keeps the manager
+// form, which is what BackoffUntil takes.
 func NewJitteredBackoffManager(duration time.Duration, jitter float64, opts ...Option) BackoffManager {
 	const where = "NewJitteredBackoffManager"
 	mustNotBeNegative(where, "duration", duration)
