@@ -127,24 +127,28 @@ func observedLog(n int) []time.Duration {
 	var mu sync.Mutex
 	var failures []time.Duration
 
+	// processNextWorkItem, as controller-runtime 0.5 had it: false ends the
+	// worker's loop, and a failed reconcile returns false.
+	processNextWorkItem := func() bool {
+		select {
+		case toGet <- struct{}{}:
+			<-proceed
+		case <-quit:
+			return false
+		}
+		item, shutdown := q.Get()
+		if shutdown {
+			return false
+		}
+		mu.Lock()
+		failures = append(failures, fc.Since(requeueEpoch)) // Reconcile returns an error
+		mu.Unlock()
+		q.AddRateLimited(item)
+		q.Done(item)
+		return false
+	}
 	worker := func() {
-		for {
-			select {
-			case toGet <- struct{}{}:
-				<-proceed
-			case <-quit:
-				return
-			}
-			item, shutdown := q.Get()
-			if shutdown {
-				return
-			}
-			mu.Lock()
-			failures = append(failures, fc.Since(requeueEpoch)) // Reconcile returns an error
-			mu.Unlock()
-			q.AddRateLimited(item)
-			q.Done(item)
-			return // processNextWorkItem returned false
+		for processNextWorkItem() {
 		}
 	}
 	q.Add("default/cluster")
