@@ -18,26 +18,6 @@ type queueConfig struct {
 	metrics QueueMetrics
 }
 
-// WithName names a queue. The name is attached, as the attribute "queue", to
-// what [RunWorkers] logs about the queue's items; the empty name (the
-// default) attaches nothing.
-func WithName(name string) Option {
-	return func(c *config) { c.queue.name = name }
-}
-
-// WithLogger makes [RunWorkers] log the failures of a queue's items (handler
-// errors, permanent errors, panics) to l instead of slog.Default(). To
-// silence it, pass a logger whose handler discards records. The queue itself
-// never logs.
-//
-// WithLogger panics if l is nil.
-func WithLogger(l *slog.Logger) Option {
-	if l == nil {
-		panic("backoff: WithLogger: logger must not be nil")
-	}
-	return func(c *config) { c.queue.logger = l }
-}
-
 // ErrQueueShutDown is the error [Queue.GetContext] returns once the queue is
 // shut down and has handed out every queued item.
 var ErrQueueShutDown = errors.New("backoff: queue is shut down")
