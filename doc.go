@@ -51,7 +51,9 @@
 // Every type in this package is safe for concurrent use by multiple
 // goroutines unless its documentation says otherwise. Callbacks (the f of a
 // loop helper, the fn of Retry, a worker's handler) are never called with a
-// lock of this package held, so they may call back into the package.
+// lock of this package held, so they may call back into the package. The one
+// exception is the expiry rule given to [WithExpiry], which must be fast and
+// must not call the Backoff it belongs to.
 //
 // # Bad input
 //
