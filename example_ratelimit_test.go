@@ -89,6 +89,23 @@ func ExampleNewItemFastSlowRateLimiter() {
 }
 
 // The longest of two limiters' delays, capped.
+// The delay is the longest any part asks for: here a fast-slow limiter holds
+// the first retries at 3 s, then the exponential one takes over.
+func ExampleNewMaxOfRateLimiter() {
+	l := backoff.NewMaxOfRateLimiter[string](
+		backoff.NewItemExponentialFailureRateLimiter[string](time.Second, time.Hour),
+		backoff.NewItemFastSlowRateLimiter[string](3*time.Second, 5*time.Second, 2),
+	)
+	fmt.Println(whenEach(l, "x", "x", "x", "x", "x"))
+	fmt.Println("requeues:", l.NumRequeues("x"))
+	l.Forget("x")
+	fmt.Println("after Forget:", l.NumRequeues("x"))
+	// Output:
+	// [3s 3s 5s 8s 16s]
+	// requeues: 5
+	// after Forget: 0
+}
+
 func ExampleNewWithMaxWaitRateLimiter() {
 	l := backoff.NewWithMaxWaitRateLimiter[string](
 		backoff.NewMaxOfRateLimiter[string](
