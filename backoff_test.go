@@ -14,9 +14,6 @@ import (
 	"github.com/retrykit/backoff"
 )
 
-// epoch is where every fake clock of these tests starts.
-var epoch = time.Date(2024, time.March, 1, 12, 0, 0, 0, time.UTC)
-
 // newFakeBackOff returns a Backoff without jitter on a fake clock at epoch.
 func newFakeBackOff(t *testing.T, initial, maxDelay time.Duration, opts ...backoff.Option) (*backoff.Backoff, *testingclock.FakeClock) {
 	t.Helper()
