@@ -28,14 +28,21 @@ type config struct {
 }
 
 // newConfig applies opts over the defaults.
+//
+// Calling an Option makes the config escape to the heap, so the common call
+// with no options returns early: Retry, Until and the other per-call helpers
+// then allocate nothing for their configuration.
 func newConfig(opts []Option) config {
-	c := config{clock: clock.RealClock{}}
+	if len(opts) == 0 {
+		return config{clock: clock.RealClock{}}
+	}
+	c := &config{clock: clock.RealClock{}}
 	for _, opt := range opts {
 		if opt != nil {
-			opt(&c)
+			opt(c)
 		}
 	}
-	return c
+	return *c
 }
 
 // WithClock makes the constructor or helper read time, and wait, through c

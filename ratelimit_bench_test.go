@@ -77,6 +77,12 @@ func BenchmarkMaxOfWhen(b *testing.B) {
 	benchLimiter(b, func(k string) { l.When(k) })
 }
 
+func BenchmarkWithMaxWaitWhen(b *testing.B) {
+	l := backoff.NewWithMaxWaitRateLimiter[string](
+		backoff.NewItemExponentialFailureRateLimiter[string](5*time.Millisecond, 1000*time.Second), time.Minute)
+	benchLimiter(b, func(k string) { l.When(k) })
+}
+
 func BenchmarkDefaultControllerWhenForget(b *testing.B) {
 	l := backoff.DefaultControllerRateLimiter[string]()
 	benchLimiter(b, func(k string) {

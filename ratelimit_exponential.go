@@ -21,10 +21,10 @@ import "time"
 //   - [WithRequeueJitter] spreads the delays of items that fail together, and
 //     [WithMaxTrackedItems] bounds the memory of items never forgotten.
 //   - When, Forget and NumRequeues allocate nothing once the item is known,
-//     and When costs about half of client-go's.
+//     and When costs less than half of client-go's.
 //
 // An ItemExponentialFailureRateLimiter is safe for concurrent use. Its zero
-// value is not usable (its methods panic): use
+// value is not usable (When panics): use
 // [NewItemExponentialFailureRateLimiter].
 type ItemExponentialFailureRateLimiter[T comparable] struct {
 	failures failureCounts[T]

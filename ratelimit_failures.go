@@ -29,7 +29,9 @@ import (
 // the first place (kubernetes#138743).
 //
 // Entry 0 of entries is a sentinel, so that slot 0 means "none" in every link
-// and the zero value of an entry is unlinked.
+// and the zero value of an entry is unlinked. Slots are int32 to keep entries
+// small; that allows 2^31-1 items tracked at once, tens of gigabytes, far
+// beyond any workqueue.
 type failureCounts[T comparable] struct {
 	mu      sync.Mutex
 	slots   map[T]int32 // item → its slot in entries

@@ -16,7 +16,7 @@ import "time"
 // item is known.
 //
 // An ItemFastSlowRateLimiter is safe for concurrent use. Its zero value is
-// not usable (its methods panic): use [NewItemFastSlowRateLimiter].
+// not usable (When panics): use [NewItemFastSlowRateLimiter].
 type ItemFastSlowRateLimiter[T comparable] struct {
 	failures        failureCounts[T]
 	fastDelay       time.Duration

@@ -3,6 +3,7 @@ package backoff_test
 import (
 	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -105,6 +106,31 @@ func TestDefaultControllerRateLimiterIsMaxOfParts(t *testing.T) {
 			}
 		}
 	}
+}
+
+func TestDefaultControllerRateLimiterConcurrent(t *testing.T) {
+	clk := clocktesting.NewFakeClock(epoch)
+	l := backoff.DefaultControllerRateLimiter[int](backoff.WithClock(clk))
+	const goroutines, rounds = 8, 50
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range rounds {
+				item := g*rounds + r // every When a first failure
+				if d := l.When(item); d < 5*time.Millisecond || d > 30*time.Second {
+					t.Errorf("delay %v out of [5ms, 30s]", d)
+				}
+				_ = l.NumRequeues(item)
+				l.Forget(item)
+			}
+		}()
+	}
+	wg.Wait()
+	// 400 tokens taken at one instant from a bucket of 100: the next call
+	// owes 301 tokens, 30.1 s at 10 per second, whatever the interleaving.
+	assert.InDelta(t, float64(30100*time.Millisecond), float64(l.When(-1)), 1)
 }
 
 func TestDefaultControllerConstants(t *testing.T) {

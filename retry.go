@@ -1,5 +1,260 @@
 package backoff
 
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
 // retryConfig holds the options that Retry reads. Its zero value is the
-// default. (Stub: Retry lands here.)
-type retryConfig struct{}
+// default: no elapsed-time budget, no notify hook, every error retryable
+// except a [Permanent] one, proportional jitter, and Retry-After hints
+// honoured up to [DefaultMaxRetryAfter].
+type retryConfig struct {
+	maxElapsed time.Duration // 0: no budget
+	notify     func(attempt int, err error, next time.Duration)
+	retryable  func(error) bool // nil: every error is
+	jitter     JitterKind
+	// maxRetryAfter bounds Retry-After hints; 0 means DefaultMaxRetryAfter,
+	// unless ignoreHints is set.
+	maxRetryAfter time.Duration
+	ignoreHints   bool
+}
+
+// ErrAttemptsExhausted is the [RetryError.Reason] when [Retry] made the
+// Schedule's Steps attempts and all failed.
+var ErrAttemptsExhausted = errors.New("backoff: attempts exhausted")
+
+// ErrMaxElapsedTime is the [RetryError.Reason] when [Retry] stopped because
+// the next attempt would start after the budget of [WithMaxElapsedTime].
+var ErrMaxElapsedTime = errors.New("backoff: elapsed-time budget spent")
+
+// RetryError is the error [Retry] returns when it gives up on fn: attempts
+// or time ran out, or ctx ended. errors.Is and errors.As see through it to
+// both the last error fn returned and the reason, so
+//
+//	errors.Is(err, io.ErrUnexpectedEOF)   // what fn last failed with
+//	errors.Is(err, context.Canceled)      // why Retry stopped
+//
+// both hold after a cancelled retry of a failing read. When ctx was ended
+// with a cause (context.WithCancelCause), errors.Is matches the cause too.
+//
+// Retry never modifies a RetryError after returning it, so it may be read
+// from any goroutine. A RetryError built by hand needs only the fields it
+// has: a nil Last or Reason is left out of the message and of Unwrap.
+type RetryError struct {
+	// Attempts is how many times fn was called: 0 when ctx was done before
+	// the first attempt.
+	Attempts int
+	// Last is the error of the last attempt, or nil when there was none.
+	Last error
+	// Reason says why Retry stopped: ErrAttemptsExhausted,
+	// ErrMaxElapsedTime, or the context's error (context.Canceled or
+	// context.DeadlineExceeded).
+	Reason error
+
+	cause error // context.Cause, when it says more than Reason
+}
+
+// Error says how many attempts were made, why Retry stopped and what the last
+// attempt returned, in one line.
+func (e *RetryError) Error() string {
+	var b strings.Builder
+	b.WriteString("backoff: retry stopped after ")
+	b.WriteString(strconv.Itoa(e.Attempts))
+	if e.Attempts == 1 {
+		b.WriteString(" attempt")
+	} else {
+		b.WriteString(" attempts")
+	}
+	if e.Reason != nil {
+		b.WriteString(": ")
+		b.WriteString(strings.TrimPrefix(e.Reason.Error(), "backoff: "))
+	}
+	if e.cause != nil {
+		b.WriteString(" (")
+		b.WriteString(e.cause.Error())
+		b.WriteString(")")
+	}
+	if e.Last != nil {
+		b.WriteString("; last error: ")
+		b.WriteString(e.Last.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the last error, the reason and the context's cause, those
+// that are set, for errors.Is and errors.As.
+func (e *RetryError) Unwrap() []error {
+	errs := make([]error, 0, 3)
+	for _, err := range [...]error{e.Last, e.Reason, e.cause} {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// WithMaxElapsedTime gives [Retry] a time budget d, measured on its clock from
+// when Retry is called: Retry gives up, with [ErrMaxElapsedTime], instead of
+// waiting for an attempt that would start more than d after the call. It
+// bounds when attempts start, not how long one runs; give fn a context with
+// a deadline for that. d = 0 means no budget (the default); a negative d
+// makes it panic.
+func WithMaxElapsedTime(d time.Duration) Option {
+	mustNotBeNegative("WithMaxElapsedTime", "d", d)
+	return func(c *config) { c.retry.maxElapsed = d }
+}
+
+// WithNotify makes [Retry] call notify after every failed attempt that it is
+// going to retry, with the attempt's number (1 for the first), its error and
+// the wait before the next attempt, typically to log them. It is not called
+// for the attempt Retry gives up after, nor for a success.
+//
+// notify runs on Retry's goroutine after the wait has been set on the clock
+// and before Retry starts waiting, so the wait includes notify's run time.
+// That order lets a test step a FakeClock by next from inside notify and have
+// the next attempt follow at once (see the Examples). notify may not be nil:
+// WithNotify panics if it is.
+func WithNotify(notify func(attempt int, err error, next time.Duration)) Option {
+	if notify == nil {
+		badArgument("WithNotify", "notify must not be nil", notify)
+	}
+	return func(c *config) { c.retry.notify = notify }
+}
+
+// WithRetryable makes [Retry] retry only the errors for which retryable
+// returns true: any other error ends Retry at once and is returned as fn
+// returned it. A [Permanent] error ends Retry whatever retryable says. By
+// default every other error is retryable. retryable runs on Retry's
+// goroutine; it may not be nil: WithRetryable panics if it is.
+func WithRetryable(retryable func(error) bool) Option {
+	if retryable == nil {
+		badArgument("WithRetryable", "retryable must not be nil", retryable)
+	}
+	return func(c *config) { c.retry.retryable = retryable }
+}
+
+// Retry calls fn until it succeeds, waiting between attempts as s says, and
+// returns nil on success. It is for retry loops in application code: an HTTP
+// call, a database transaction. It blocks until it returns.
+//
+// # Attempts
+//
+// With s.Steps > 0, fn is called at most s.Steps times; with s.Steps ≤ 0,
+// until it succeeds, returns a [Permanent] error, or ctx is done. An error
+// marked with Permanent, or one that [WithRetryable]'s predicate rejects,
+// ends Retry at once and is returned as fn returned it (the Permanent mark
+// included: [IsPermanent] still reports it, and errors.Is sees through it).
+// Otherwise, when Retry gives up it returns a [*RetryError] that says how
+// many attempts were made and why it stopped, and through which errors.Is
+// and errors.As reach the last error of fn: [ErrAttemptsExhausted],
+// [ErrMaxElapsedTime] (see [WithMaxElapsedTime]), or ctx's error.
+//
+// # Waits
+//
+// Before attempt k+1 it waits s.Duration·s.Factor^(k-1), capped at s.Cap (0:
+// no cap), then jittered as [WithJitterKind] says: by default up to s.Jitter
+// times the wait is added, as [Schedule.Step] does. A Factor ≤ 1 (or NaN)
+// means constant waits, and a negative Duration counts as 0. Unlike
+// [ExponentialBackoff], reaching Cap never ends the retries: the waits stay
+// at Cap. With no jitter, s = {10ms, ×2, Steps 5} calls fn at 0, 10, 30, 70
+// and 150 ms. An error that carries a [RetryAfter] hint replaces the wait
+// that follows it with the hint, bounded by [WithMaxRetryAfter]; the
+// schedule still advances, so later waits are as if there had been no hint.
+//
+// Every wait is a timer of the clock given with [WithClock], reused for the
+// whole call, and selected against ctx.Done(); a wait of 0 does not touch the
+// clock. When ctx is done during a wait, Retry returns at once, and before an
+// attempt fn is not called once ctx is done (nor at all if ctx is done on
+// entry). The returned [*RetryError] then matches with errors.Is both ctx's
+// error and fn's last error. An attempt that fails while ctx ends returns
+// the same way; one that succeeds returns nil.
+//
+// fn receives ctx. A panic in fn propagates. Retry allocates nothing per
+// attempt once its timer exists, beyond what fn and the hooks allocate.
+func Retry(ctx context.Context, s Schedule, fn func(context.Context) error, opts ...Option) error {
+	cfg := newConfig(opts)
+	rc := &cfg.retry
+	clk := cfg.clock
+	var start time.Time
+	if rc.maxElapsed > 0 {
+		start = clk.Now()
+	}
+	delays := newDelaySequence(s, rc.jitter)
+	var t clock.Timer
+	defer stopTimer(&t)
+	var last error
+	for attempt := 1; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return stoppedByContext(ctx, attempt-1, last)
+		}
+		err := fn(ctx)
+		if err == nil {
+			return nil
+		}
+		last = err
+		permanent, hint, hinted := inspectError(err)
+		if permanent || (rc.retryable != nil && !rc.retryable(err)) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return stoppedByContext(ctx, attempt, err)
+		}
+		if s.Steps > 0 && attempt >= s.Steps {
+			return &RetryError{Attempts: attempt, Last: err, Reason: ErrAttemptsExhausted}
+		}
+		wait := delays.next()
+		if hinted && !rc.ignoreHints {
+			wait = clampDuration(hint, rc.hintLimit())
+		}
+		if rc.maxElapsed > 0 && addDuration(clk.Since(start), wait) > rc.maxElapsed {
+			return &RetryError{Attempts: attempt, Last: err, Reason: ErrMaxElapsedTime}
+		}
+		// The timer is set before notify runs, so that a test may step a
+		// fake clock from notify (see WithNotify).
+		var tick <-chan time.Time
+		if wait > 0 {
+			tick = resetTimer(clk, &t, wait).C()
+		}
+		if rc.notify != nil {
+			rc.notify(attempt, err, wait)
+		}
+		if tick != nil {
+			select {
+			case <-ctx.Done():
+				return stoppedByContext(ctx, attempt, err)
+			case <-tick:
+			}
+		}
+	}
+}
+
+// stoppedByContext is Retry's error when ctx ended after the given number of
+// attempts.
+func stoppedByContext(ctx context.Context, attempts int, last error) error {
+	e := &RetryError{Attempts: attempts, Last: last, Reason: ctx.Err()}
+	if cause := context.Cause(ctx); cause != e.Reason {
+		e.cause = cause
+	}
+	return e
+}
+
+// RetryValue is [Retry] for a fn that returns a value: it returns the value
+// of the successful attempt and nil, or the zero T and the error Retry
+// returns. Everything else is as for Retry.
+func RetryValue[T any](ctx context.Context, s Schedule, fn func(context.Context) (T, error), opts ...Option) (T, error) {
+	var v T
+	err := Retry(ctx, s, func(ctx context.Context) error {
+		r, err := fn(ctx)
+		if err == nil {
+			v = r
+		}
+		return err
+	}, opts...)
+	return v, err
+}

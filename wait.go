@@ -1,5 +1,248 @@
 package backoff
 
+import (
+	"context"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// The loop helpers of apimachinery's wait package: run f periodically until a
+// stop channel closes or a context ends. They keep apimachinery's names and
+// leading parameters, so existing calls compile unchanged, and add trailing
+// Options: [WithClock] to run them on a FakeClock, [WithPanicHandler] to
+// survive a panicking f.
+//
+// The shared rules, stated once here and on every function:
+//
+//   - The stop channel (or context) is checked before every run of f, not
+//     only while waiting. Go's select picks at random among ready cases, so a
+//     timer that fires at the same moment as stop could otherwise win the
+//     wait and run f once more after stop; with the check it cannot.
+//   - A stop channel already closed, or a context already done, when the
+//     helper is called means f never runs.
+//   - Sliding: the period starts when f returns, so runs are a period apart
+//     plus f's run time. Non-sliding: the period starts when f starts, so it
+//     includes f's run time (an f slower than the period runs again at once).
+
 // loopConfig holds the options that the loop helpers read. Its zero value is
-// the default. (Stub: the loop helpers land here.)
-type loopConfig struct{}
+// the default: a panic in f propagates out of the helper.
+type loopConfig struct {
+	// onPanic, when set, receives what a panicking f panicked with; the loop
+	// then carries on as if f had returned.
+	onPanic func(recovered any)
+}
+
+// WithPanicHandler makes the loop helpers ([Until], [JitterUntil],
+// [BackoffUntil], [Forever] and their context forms) recover a panic in f,
+// pass the recovered value to h, and carry on with the schedule as if f had
+// returned: h runs on the loop's goroutine, and the next run follows after
+// the usual period (for a sliding loop, the period starts when h returns).
+//
+// Without this option a panic in f propagates out of the helper, which stops
+// the loop and, unless the caller recovers it, crashes the program. That is
+// Kubernetes' behaviour too: its loops call runtime.HandleCrash, which logs
+// the panic and panics again unless the process turned ReallyCrash off.
+//
+// h may not be nil: WithPanicHandler panics if it is. The option does not
+// concern [Retry], the poll functions or [ExponentialBackoff], whose callbacks
+// return errors and whose panics always propagate.
+func WithPanicHandler(h func(recovered any)) Option {
+	if h == nil {
+		badArgument("WithPanicHandler", "h must not be nil", h)
+	}
+	return func(c *config) { c.loop.onPanic = h }
+}
+
+// NeverStop is a stop channel that is never closed, for the loop helpers that
+// take one. It is apimachinery's wait.NeverStop; [Forever] uses it. Receiving
+// from it blocks forever; do not close it.
+var NeverStop <-chan struct{} = make(chan struct{})
+
+// Forever runs f every period, for ever: it is [Until] with [NeverStop]. It
+// returns only if f panics (the panic propagates unless [WithPanicHandler] is
+// given, in which case Forever never returns).
+//
+// A period ≤ 0 runs f back to back. Forever is apimachinery's wait.Forever
+// with trailing options.
+func Forever(f func(), period time.Duration, opts ...Option) {
+	Until(f, period, NeverStop, opts...)
+}
+
+// Until runs f every period until stopCh is closed; it blocks until then. The
+// period is sliding: it starts when f returns. Until is [JitterUntil] with no
+// jitter and sliding = true, as apimachinery's wait.Until is.
+//
+// f runs once straight away, unless stopCh is already closed, in which case
+// it never runs. stopCh is checked again before every run, so f never runs
+// after stopCh is closed, even when the period ends at the same moment. A
+// period ≤ 0 runs f back to back. A panic in f propagates unless
+// [WithPanicHandler] is given.
+//
+// The wait goes through the clock given with [WithClock]. On a FakeClock each
+// wait, a zero one included, ends only when the clock is stepped (Step(0) is
+// enough for a zero period).
+func Until(f func(), period time.Duration, stopCh <-chan struct{}, opts ...Option) {
+	JitterUntil(f, period, 0, true, stopCh, opts...)
+}
+
+// UntilWithContext runs f(ctx) every period until ctx is done; it blocks until
+// then. It is [Until] with a context instead of a stop channel: f never runs
+// if ctx is already done, and never runs once more after ctx ends.
+func UntilWithContext(ctx context.Context, f func(context.Context), period time.Duration, opts ...Option) {
+	JitterUntilWithContext(ctx, f, period, 0, true, opts...)
+}
+
+// NonSlidingUntil runs f every period until stopCh is closed; it blocks until
+// then. Unlike [Until], the period starts when f starts, so it includes f's
+// run time: with a period of 1s and an f that takes 300ms, runs start 1s
+// apart (Until would start them 1.3s apart), and an f slower than the period
+// runs again as soon as it returns. Otherwise it behaves as Until: f runs at
+// once, never after stopCh is closed, and back to back for a period ≤ 0.
+func NonSlidingUntil(f func(), period time.Duration, stopCh <-chan struct{}, opts ...Option) {
+	JitterUntil(f, period, 0, false, stopCh, opts...)
+}
+
+// NonSlidingUntilWithContext is [NonSlidingUntil] with a context instead of a
+// stop channel: it runs f(ctx) every period, the period including f's run
+// time, until ctx is done.
+func NonSlidingUntilWithContext(ctx context.Context, f func(context.Context), period time.Duration, opts ...Option) {
+	JitterUntilWithContext(ctx, f, period, 0, false, opts...)
+}
+
+// JitterUntil runs f every period, stretched by jitter, until stopCh is
+// closed; it blocks until then. Each wait is [Jitter](period, jitterFactor): a
+// random duration in [period, period + jitterFactor·period), drawn afresh for
+// every run, so that many processes started together drift apart.
+//
+// A jitterFactor ≤ 0 (or NaN) means no jitter: every wait is exactly period.
+// apimachinery's JitterUntil means the same, but its [Jitter] treats a factor
+// ≤ 0 as 1.0; ours never does. A period ≤ 0 counts as 0 and runs f back to
+// back. The wait saturates instead of overflowing.
+//
+// If sliding is true the period starts when f returns; if false it starts
+// when f starts, so it includes f's run time. f runs once straight away,
+// unless stopCh is already closed, in which case it never runs; stopCh is
+// checked again before every run, so f never runs after stopCh is closed,
+// even when the wait ends at the same moment. A panic in f propagates unless
+// [WithPanicHandler] is given. Waits go through the clock given with
+// [WithClock].
+func JitterUntil(f func(), period time.Duration, jitterFactor float64, sliding bool, stopCh <-chan struct{}, opts ...Option) {
+	cfg := newConfig(opts)
+	m := &jitteredManager{clock: cfg.clock, period: max(period, 0), factor: jitterFactor}
+	loop(ContextForChannel(stopCh), func(context.Context) { f() }, m, sliding, cfg.loop)
+}
+
+// JitterUntilWithContext is [JitterUntil] with a context instead of a stop
+// channel: it runs f(ctx) every jittered period until ctx is done. f never
+// runs if ctx is already done, and never runs once more after ctx ends.
+func JitterUntilWithContext(ctx context.Context, f func(context.Context), period time.Duration, jitterFactor float64, sliding bool, opts ...Option) {
+	cfg := newConfig(opts)
+	m := &jitteredManager{clock: cfg.clock, period: max(period, 0), factor: jitterFactor}
+	loop(ctx, f, m, sliding, cfg.loop)
+}
+
+// BackoffUntil runs f until stopCh is closed, waiting between runs for the
+// timer that manager.Backoff returns; it blocks until stopCh is closed. With
+// [NewExponentialBackoffManager] the waits grow after each run and shrink
+// back after a quiet spell, which is how client-go's reflector paces its
+// re-lists.
+//
+// If sliding is true, manager.Backoff is called after f returns, so the wait
+// starts then; if false, it is called before f runs, so the wait includes f's
+// run time. f runs once straight away, unless stopCh is already closed, in
+// which case it never runs; stopCh is checked again before every run, so f
+// never runs after stopCh is closed, even when the timer fires at the same
+// moment. When stopCh closes during a wait, BackoffUntil stops the timer and
+// discards a tick it may hold, so the manager can be reused. A panic in f
+// propagates unless [WithPanicHandler] is given.
+//
+// The waits are the manager's timers, on the manager's clock: the clock
+// option of BackoffUntil itself is not used.
+func BackoffUntil(f func(), manager BackoffManager, sliding bool, stopCh <-chan struct{}, opts ...Option) {
+	BackoffUntilWithContext(ContextForChannel(stopCh), func(context.Context) { f() }, manager, sliding, opts...)
+}
+
+// BackoffUntilWithContext is [BackoffUntil] with a context instead of a stop
+// channel: it runs f(ctx), waiting for manager's timer between runs, until ctx
+// is done. f never runs if ctx is already done, and never runs once more
+// after ctx ends.
+func BackoffUntilWithContext(ctx context.Context, f func(context.Context), manager BackoffManager, sliding bool, opts ...Option) {
+	loop(ctx, f, manager, sliding, newConfig(opts).loop)
+}
+
+// loop is the one loop behind every helper above.
+func loop(ctx context.Context, f func(context.Context), manager BackoffManager, sliding bool, cfg loopConfig) {
+	var t clock.Timer
+	defer func() {
+		// Stop the timer and discard a tick it may already hold, so that a
+		// manager whose timer is reused does not hand the next loop a stale
+		// tick. The receive must not block: a timer that was stopped in time
+		// holds nothing, and under Go 1.23 timer semantics never will.
+		if t != nil && !t.Stop() {
+			select {
+			case <-t.C():
+			default:
+			}
+		}
+	}()
+	for {
+		// The check that keeps f from running after stop (see the top of
+		// this file): the select below may have taken the timer's tick even
+		// though ctx was done too.
+		if ctx.Err() != nil {
+			return
+		}
+		if !sliding {
+			t = manager.Backoff()
+		}
+		runOnce(ctx, f, cfg.onPanic)
+		if sliding {
+			t = manager.Backoff()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// runOnce calls f, recovering a panic only when there is a handler for it.
+func runOnce(ctx context.Context, f func(context.Context), onPanic func(any)) {
+	if onPanic != nil {
+		defer func() {
+			if r := recover(); r != nil {
+				onPanic(r)
+			}
+		}()
+	}
+	f(ctx)
+}
+
+// ContextForChannel returns a context that is done when stopCh is closed,
+// for passing a stop channel where a context is expected. Its Err is
+// context.Canceled once stopCh is closed and nil before; it has no deadline
+// and no values. A nil stopCh gives a context that is never done.
+//
+// It is apimachinery's wait.ContextForChannel. Like it, it starts no
+// goroutine and needs no cancel function. It is safe for concurrent use.
+func ContextForChannel(stopCh <-chan struct{}) context.Context {
+	return stopContext{stop: stopCh}
+}
+
+// stopContext is a context that ends when a stop channel closes.
+type stopContext struct{ stop <-chan struct{} }
+
+func (c stopContext) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c stopContext) Done() <-chan struct{}       { return c.stop }
+func (c stopContext) Value(any) any               { return nil }
+
+func (c stopContext) Err() error {
+	select {
+	case <-c.stop:
+		return context.Canceled
+	default:
+		return nil
+	}
+}

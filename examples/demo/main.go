@@ -45,7 +45,7 @@ func runTimelines(w io.Writer, only string, list bool) error {
 	ran := false
 	for _, tl := range timelines {
 		if list {
-			fmt.Fprintf(w, "%-12s %s\n", tl.name, tl.title)
+			fmt.Fprintf(w, "%-14s %s\n", tl.name, tl.title)
 			continue
 		}
 		if only != "" && tl.name != only {

@@ -1,0 +1,171 @@
+package backoff
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// PollUntilContextCancel checks condition(ctx) every interval until it is
+// met, returns an error, or ctx is done; it blocks until then. It returns nil
+// when the condition is met, the condition's error as is, or ctx.Err() when
+// ctx ends first. It is apimachinery's wait.PollUntilContextCancel with
+// trailing options; the rest of apimachinery's Poll family (Poll,
+// PollImmediate, PollInfinite, PollUntil, ... and their WithContext forms) is
+// deprecated there and not repeated here: see the README for the call that
+// replaces each.
+//
+// If immediate is true the condition is checked once at once, before any
+// wait, even if ctx is already done (as in Kubernetes: immediate guarantees
+// at least one check); otherwise the first check is one interval after the
+// call. ctx is checked again before every later check, so the condition is
+// never checked after ctx ends, even when the interval ends at the same
+// moment.
+//
+// The interval is not sliding: checks are due on a fixed grid, interval
+// apart from the call, as with Kubernetes' ticker, so a check's run time
+// counts towards the interval. A check that overruns one or more grid points
+// is followed at once by one more check (the tick a ticker would have kept),
+// and the grid points it overran are skipped. An interval ≤ 0 checks the
+// condition back to back, as Kubernetes does.
+//
+// Waits go through the clock given with [WithClock], on one timer reused for
+// every wait; a wait of 0 does not touch the clock. A panic in condition
+// propagates.
+func PollUntilContextCancel(ctx context.Context, interval time.Duration, immediate bool, condition ConditionWithContextFunc, opts ...Option) error {
+	return poll(ctx, newConfig(opts).clock, interval, immediate, condition)
+}
+
+// PollUntilContextTimeout is [PollUntilContextCancel] with a time limit: it
+// checks condition(ctx) every interval until it is met (nil), returns an
+// error (returned as is), or ctx is done or timeout has passed
+// (context.DeadlineExceeded, as in Kubernetes). It blocks until then. A
+// timeout ≤ 0 has passed already: with immediate set the condition is still
+// checked once, as in Kubernetes.
+//
+// The timeout is measured on the clock given with [WithClock], not with
+// context.WithTimeout, which would always read the real clock: on a
+// FakeClock it expires when the fake time reaches it. The condition receives
+// a context derived from ctx that ends at the timeout too: its Err is
+// context.DeadlineExceeded once the timeout has passed, and its Deadline
+// reports the timeout's instant on that clock (or ctx's deadline if earlier).
+// With the real clock this is what context.WithTimeout would give.
+func PollUntilContextTimeout(ctx context.Context, interval, timeout time.Duration, immediate bool, condition ConditionWithContextFunc, opts ...Option) error {
+	clk := newConfig(opts).clock
+	tctx, stop := withClockTimeout(ctx, clk, timeout)
+	defer stop()
+	return poll(tctx, clk, interval, immediate, condition)
+}
+
+// poll is the loop behind both Poll functions.
+func poll(ctx context.Context, clk clock.WithDelayedExecution, interval time.Duration, immediate bool, condition ConditionWithContextFunc) error {
+	// The grid starts when the call does, before an immediate check, as
+	// Kubernetes' ticker does.
+	start := clk.Now()
+	checked := start // when the last check started: the tick it consumed
+	if immediate {
+		if ok, err := condition(ctx); err != nil || ok {
+			return err
+		}
+	}
+	var t clock.Timer
+	defer stopTimer(&t)
+	for {
+		var wait time.Duration
+		if interval > 0 {
+			wait = nextTick(start, checked, interval).Sub(clk.Now())
+		}
+		if err := sleep(ctx, clk, &t, wait); err != nil {
+			return err
+		}
+		// The tick and ctx's end may have come together, and the select in
+		// sleep picks either: never check the condition once ctx is done.
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		checked = clk.Now()
+		if ok, err := condition(ctx); err != nil || ok {
+			return err
+		}
+	}
+}
+
+// nextTick returns the first point of the grid start + k·interval (k ≥ 1)
+// after the instant at. A ticker that fired at or before at and was read at
+// at delivers its next tick then. It saturates instead of overflowing.
+func nextTick(start, at time.Time, interval time.Duration) time.Time {
+	elapsed := max(at.Sub(start), 0)
+	return start.Add(addDuration(elapsed-elapsed%interval, interval))
+}
+
+// withClockTimeout returns a context derived from parent that also ends, with
+// context.DeadlineExceeded, when timeout has passed on clk, and a function
+// that releases it (after which its Err is context.Canceled, as after a
+// context.WithTimeout's cancel). It is context.WithTimeout on an injected
+// clock.
+func withClockTimeout(parent context.Context, clk clock.WithDelayedExecution, timeout time.Duration) (context.Context, func()) {
+	c := &clockTimeoutContext{
+		parent:   parent,
+		values:   context.WithoutCancel(parent),
+		deadline: clk.Now().Add(max(timeout, 0)),
+		done:     make(chan struct{}),
+	}
+	if timeout <= 0 {
+		c.end(context.DeadlineExceeded)
+		return c, func() {}
+	}
+	// Both callbacks only close a channel: the clock's may run inside a
+	// FakeClock's Step, with the clock's lock held, so it must not call the
+	// clock.
+	stopParent := context.AfterFunc(parent, func() { c.end(parent.Err()) })
+	timer := clk.AfterFunc(timeout, func() { c.end(context.DeadlineExceeded) })
+	return c, func() {
+		stopParent()
+		timer.Stop()
+		c.end(context.Canceled)
+	}
+}
+
+// clockTimeoutContext is the context of withClockTimeout: its parent's
+// values, and a Done channel closed at the first of the parent's end, the
+// timeout, and release. It is safe for concurrent use.
+type clockTimeoutContext struct {
+	parent context.Context
+	// values is the parent without its cancellation. Serving values from it
+	// hides the parent's own cancel state from context.Cause, which then
+	// reports this context's Err instead of the parent's (nil) cause.
+	values   context.Context
+	deadline time.Time
+	done     chan struct{}
+
+	mu  sync.Mutex
+	err error // set once, when done is closed
+}
+
+func (c *clockTimeoutContext) Done() <-chan struct{} { return c.done }
+func (c *clockTimeoutContext) Value(key any) any     { return c.values.Value(key) }
+
+func (c *clockTimeoutContext) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+func (c *clockTimeoutContext) Deadline() (time.Time, bool) {
+	if d, ok := c.parent.Deadline(); ok && d.Before(c.deadline) {
+		return d, true
+	}
+	return c.deadline, true
+}
+
+// end closes done with err, unless it is closed already.
+func (c *clockTimeoutContext) end(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		c.err = err
+		close(c.done)
+	}
+}

@@ -1,0 +1,107 @@
+package backoff
+
+import "time"
+
+// DefaultMaxRetryAfter is the longest wait a [RetryAfter] hint can impose on
+// [Retry] unless [WithMaxRetryAfter] says otherwise: a longer hint waits this
+// long. Servers send Retry-After in seconds, typically a few; the bound keeps
+// a hostile or mistaken hint (a day, say) from parking the caller.
+const DefaultMaxRetryAfter = 5 * time.Minute
+
+// RetryAfter marks err with a server's hint that the next attempt should wait
+// d, such as an HTTP Retry-After header: when fn returns it, [Retry] waits d
+// before the next attempt instead of what its Schedule says (without
+// jitter: the server chose the time). A negative d counts as 0, and a d
+// above the bound of [WithMaxRetryAfter] ([DefaultMaxRetryAfter] by default)
+// waits the bound.
+//
+// RetryAfter(d, nil) is nil, so that return backoff.RetryAfter(d, err) is
+// safe whether or not err is set. The hint survives wrapping with
+// fmt.Errorf("...: %w", err) and errors.Join, and errors.Is and errors.As see
+// through it to err. Its message is err's.
+//
+// Retry reads the hint from the first error in err's chain (in the order
+// errors.As walks it) that has a method RetryAfter() time.Duration, so an
+// error type of your own can carry a hint by defining that method;
+// [*RetryAfterError] is the one RetryAfter makes. The hint does not make an
+// error retryable: a [Permanent] error still ends Retry.
+func RetryAfter(d time.Duration, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &RetryAfterError{Delay: d, Err: err}
+}
+
+// RetryAfterError is the error [RetryAfter] returns: Err, with the hint that
+// the next attempt should wait Delay. Match it with errors.As. It is a plain
+// value, safe to read from any goroutine; its Err must not be nil.
+type RetryAfterError struct {
+	Delay time.Duration // the wait the server asked for
+	Err   error         // the error that carries the hint
+}
+
+// Error returns the message of the wrapped error, unchanged.
+func (e *RetryAfterError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error, for errors.Is and errors.As.
+func (e *RetryAfterError) Unwrap() error { return e.Err }
+
+// RetryAfter returns Delay. It is the method [Retry] looks for.
+func (e *RetryAfterError) RetryAfter() time.Duration { return e.Delay }
+
+// WithMaxRetryAfter bounds the wait a [RetryAfter] hint can impose on
+// [Retry]: a longer hint waits d. The default is [DefaultMaxRetryAfter].
+// d = 0 makes Retry ignore hints and follow its Schedule alone; a negative d
+// makes it panic.
+func WithMaxRetryAfter(d time.Duration) Option {
+	mustNotBeNegative("WithMaxRetryAfter", "d", d)
+	return func(c *config) {
+		c.retry.maxRetryAfter = d
+		c.retry.ignoreHints = d == 0
+	}
+}
+
+// hintLimit returns the bound on Retry-After hints.
+func (rc *retryConfig) hintLimit() time.Duration {
+	if rc.maxRetryAfter > 0 {
+		return rc.maxRetryAfter
+	}
+	return DefaultMaxRetryAfter
+}
+
+// retryAfterHint is what an error implements to carry a Retry-After hint.
+type retryAfterHint interface{ RetryAfter() time.Duration }
+
+// inspectError walks err's chain once, in errors.As's order (depth first
+// through Unwrap() []error), and reports whether it holds a *PermanentError
+// and the first Retry-After hint. It is errors.As without the allocation
+// errors.As costs per call (its target escapes), so that Retry allocates
+// nothing per attempt; unlike errors.As it does not consult As methods.
+func inspectError(err error) (permanent bool, hint time.Duration, hinted bool) {
+	for err != nil {
+		if _, ok := err.(*PermanentError); ok {
+			return true, hint, hinted
+		}
+		if h, ok := err.(retryAfterHint); ok && !hinted {
+			hint, hinted = h.RetryAfter(), true
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				p, h, ok := inspectError(e)
+				if p {
+					return true, hint, hinted
+				}
+				if ok && !hinted {
+					hint, hinted = h, true
+				}
+			}
+			return false, hint, hinted
+		default:
+			return false, hint, hinted
+		}
+	}
+	return false, hint, hinted
+}
