@@ -92,7 +92,7 @@ func TestBackoffsAgree(t *testing.T) {
 func TestRetriesAgree(t *testing.T) {
 	for _, im := range retryImpls {
 		calls := 0
-		err := im.make(retryAttempts, func() error {
+		err := im.make(retryAttempts, 0, func() error {
 			calls++
 			if calls < retryAttempts {
 				return errAttempt
@@ -103,7 +103,7 @@ func TestRetriesAgree(t *testing.T) {
 			t.Fatalf("%s: err = %v after %d calls, want nil after %d", im.name, err, calls, retryAttempts)
 		}
 		calls = 0
-		err = im.make(retryAttempts, func() error { calls++; return errAttempt })
+		err = im.make(retryAttempts, time.Nanosecond, func() error { calls++; return errAttempt })
 		if calls != retryAttempts {
 			t.Fatalf("%s: %d calls of an always-failing fn, want %d", im.name, calls, retryAttempts)
 		}

@@ -55,8 +55,8 @@ var (
 )
 
 // retryFunc makes one retried call: fn is called until it returns nil, at
-// most attempts times, with no delay between attempts.
-type retryFunc func(attempts int, fn func() error) error
+// most attempts times, waiting delay between attempts.
+type retryFunc func(attempts int, delay time.Duration, fn func() error) error
 
 // forEach runs body once per implementation as sub-benchmark impl=NAME.
 func forEach[F any](b *testing.B, impls []impl[F], body func(b *testing.B, mk F)) {

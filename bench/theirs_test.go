@@ -52,17 +52,17 @@ func init() {
 		}},
 	)
 	retryImpls = append(retryImpls,
-		impl[retryFunc]{"cenkalti", func(attempts int, fn func() error) error {
+		impl[retryFunc]{"cenkalti", func(attempts int, delay time.Duration, fn func() error) error {
 			_, err := cenkalti.Retry(context.Background(), func() (struct{}, error) {
 				return struct{}{}, fn()
-			}, cenkalti.WithBackOff(&cenkalti.ZeroBackOff{}), cenkalti.WithMaxTries(uint(attempts)))
+			}, cenkalti.WithBackOff(cenkalti.NewConstantBackOff(delay)), cenkalti.WithMaxTries(uint(attempts)))
 			return err
 		}},
-		impl[retryFunc]{"apimachinery", func(attempts int, fn func() error) error {
+		impl[retryFunc]{"apimachinery", func(attempts int, delay time.Duration, fn func() error) error {
 			// A condition reports failure as (false, nil): an error would end
 			// the loop at once.
 			return wait.ExponentialBackoffWithContext(context.Background(),
-				wait.Backoff{Duration: 0, Factor: 1, Steps: attempts},
+				wait.Backoff{Duration: delay, Factor: 1, Steps: attempts},
 				func(context.Context) (bool, error) { return fn() == nil, nil })
 		}},
 	)

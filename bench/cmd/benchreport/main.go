@@ -372,6 +372,9 @@ func writeHeadline(w io.Writer, d *data) {
 		{"heap per waiting item at 1M", "BenchmarkWaitingHeap", "B/item", "clientgo"},
 		{"`Backoff.Next`, 100k keys, parallel", "BenchmarkBackoffNext/keys=100k/mode=parallel", "ns/op", "clientgo"},
 		{"default controller limiter `When`+`Forget`", "BenchmarkControllerLimiterWhenForget/mode=serial", "ns/op", "clientgo"},
+		{"token bucket `When`", "BenchmarkBucketWhen/mode=serial", "ns/op", "xrate"},
+		{"`Retry`, per attempt (1 ns delays: every library arms a timer)", "BenchmarkRetry/delay=1ns", "ns/attempt", "cenkalti"},
+		{"`Retry`, per attempt (1 ns delays: every library arms a timer)", "BenchmarkRetry/delay=1ns", "ns/attempt", "apimachinery"},
 	}
 	for _, l := range lines {
 		us, ok1 := d.median(l.row, ours, l.unit)
