@@ -337,7 +337,9 @@ func cpuTime() time.Duration {
 // queues) and the CPU the process burns over a real-time window in which
 // nothing is due (cpu-ms/s: process CPU time, from getrusage, per second of
 // wall time; 1000 is one core busy). The benchmark goroutine only sleeps in
-// that window. Run with -benchtime=1x.
+// that window. base-cpu-ms/s is the same measure over an equal window just
+// before the queues are built: what the process burns with no queue at all.
+// Run with -benchtime=1x.
 func BenchmarkIdle(b *testing.B) {
 	const queues = 10_000
 	window := 2 * time.Second
@@ -347,10 +349,14 @@ func BenchmarkIdle(b *testing.B) {
 	forEach(b, queueImpls, func(b *testing.B, mk func() queue) {
 		b.ReportAllocs()
 		var goroutines int
-		var cpu time.Duration
+		var cpu, base time.Duration
 		for op := 0; op < b.N; op++ {
 			runtime.GC()
 			g0 := runtime.NumGoroutine()
+			// The same window with no queue: what the process burns anyway.
+			cpu0 := cpuTime()
+			time.Sleep(window)
+			base += cpuTime() - cpu0
 			qs := make([]queue, queues)
 			for i := range qs {
 				qs[i] = mk()
@@ -360,7 +366,7 @@ func BenchmarkIdle(b *testing.B) {
 			time.Sleep(200 * time.Millisecond)
 			runtime.GC()
 			goroutines += runtime.NumGoroutine() - g0
-			cpu0 := cpuTime()
+			cpu0 = cpuTime()
 			time.Sleep(window)
 			cpu += cpuTime() - cpu0
 			for _, q := range qs {
@@ -369,6 +375,10 @@ func BenchmarkIdle(b *testing.B) {
 			shutDownAndSettle(newTimerQueue(), g0)
 		}
 		b.ReportMetric(float64(goroutines)/float64(b.N), "goroutines")
-		b.ReportMetric(float64(cpu)/float64(time.Millisecond)/(window.Seconds()*float64(b.N)), "cpu-ms/s")
+		perSecond := func(d time.Duration) float64 {
+			return float64(d) / float64(time.Millisecond) / (window.Seconds() * float64(b.N))
+		}
+		b.ReportMetric(perSecond(cpu), "cpu-ms/s")
+		b.ReportMetric(perSecond(base), "base-cpu-ms/s")
 	})
 }

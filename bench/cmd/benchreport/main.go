@@ -47,7 +47,7 @@ var implOrder = []string{"timer", "clientgo", "priorityqueue", "xrate", "cenkalt
 var higherIsBetter = map[string]bool{"items/s": true}
 
 // unitOrder is the row order of units within a benchmark's parameters.
-var unitOrder = []string{"ns/op", "items/s", "ns/attempt", "B/item", "p50-us", "p99-us", "max-us", "goroutines", "cpu-ms/s", "B/op", "allocs/op"}
+var unitOrder = []string{"ns/op", "items/s", "ns/attempt", "B/item", "p50-us", "p99-us", "max-us", "goroutines", "cpu-ms/s", "base-cpu-ms/s", "B/op", "allocs/op"}
 
 // series holds every sample of one benchmark row (its name without the impl
 // part), by implementation and unit.
