@@ -65,13 +65,21 @@ func liveHeap() uint64 {
 }
 
 // shutDownAndSettle shuts q down and waits (outside any timed region) until
-// the goroutines it ran have exited, so that the memory they held is garbage
-// before the next measurement. goroutines is the count before q was built.
-func shutDownAndSettle(q queue, goroutines int) {
+// what it held is garbage and collected, so that it does not count in the
+// next measurement: until the goroutines it ran have exited (goroutines is
+// the count before q was built) and the live heap is back to within 1 MiB of
+// heapBefore (the live heap before q was built). The second condition is not
+// only for the goroutines of client-go and controller-runtime: a stopped
+// time.AfterFunc timer stays in the Go runtime's timer heap until the runtime
+// lazily deletes it, and its callback keeps the queue reachable until then.
+func shutDownAndSettle(q queue, goroutines int, heapBefore uint64) {
 	q.ShutDown()
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > goroutines && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if runtime.NumGoroutine() <= goroutines && liveHeap() <= heapBefore+1<<20 {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -173,7 +181,7 @@ func BenchmarkWaitingHeap(b *testing.B) {
 			b.StopTimer()
 			bytes += liveHeap() - before
 			runtime.KeepAlive(q)
-			shutDownAndSettle(q, g0)
+			shutDownAndSettle(q, g0, before)
 			b.StartTimer()
 		}
 		b.ReportMetric(float64(bytes)/float64(b.N*waitingHeapItems), "B/item")
@@ -189,10 +197,11 @@ var growthSizes = []int{10_000, 100_000, 1_000_000, 10_000_000}
 type growthState struct {
 	name         string // b.Name() of the sub-benchmark that owns it
 	q            queue
-	g0           int // goroutines before q was built
-	n            int // items it was filled with
-	next         int // next distinct item to add
-	sinceFill    int // AddAfter calls since the fill
+	g0           int    // goroutines before q was built
+	heap0        uint64 // live heap before q was built
+	n            int    // items it was filled with
+	next         int    // next distinct item to add
+	sinceFill    int    // AddAfter calls since the fill
 	bytesPerItem float64
 }
 
@@ -200,7 +209,7 @@ var growth *growthState
 
 func releaseGrowth() {
 	if growth != nil {
-		shutDownAndSettle(growth.q, growth.g0)
+		shutDownAndSettle(growth.q, growth.g0, growth.heap0)
 		growth = nil
 	}
 }
@@ -209,15 +218,15 @@ func releaseGrowth() {
 // and records its heap bytes per item.
 func (g *growthState) refill(b *testing.B, mk func() queue) {
 	if g.q != nil {
-		shutDownAndSettle(g.q, g.g0)
+		shutDownAndSettle(g.q, g.g0, g.heap0)
 		g.q = nil
 	}
 	g.g0 = runtime.NumGoroutine()
-	before := liveHeap()
+	g.heap0 = liveHeap()
 	g.q = mk()
 	fillFar(g.q, 0, g.n)
 	absorb(b, g.q)
-	g.bytesPerItem = float64(liveHeap()-before) / float64(g.n)
+	g.bytesPerItem = float64(liveHeap()-g.heap0) / float64(g.n)
 	g.next, g.sinceFill = g.n, 0
 }
 
@@ -351,7 +360,7 @@ func BenchmarkIdle(b *testing.B) {
 		var goroutines int
 		var cpu, base time.Duration
 		for op := 0; op < b.N; op++ {
-			runtime.GC()
+			heap0 := liveHeap()
 			g0 := runtime.NumGoroutine()
 			// The same window with no queue: what the process burns anyway.
 			cpu0 := cpuTime()
@@ -372,7 +381,7 @@ func BenchmarkIdle(b *testing.B) {
 			for _, q := range qs {
 				q.ShutDown()
 			}
-			shutDownAndSettle(newTimerQueue(), g0)
+			shutDownAndSettle(newTimerQueue(), g0, heap0)
 		}
 		b.ReportMetric(float64(goroutines)/float64(b.N), "goroutines")
 		perSecond := func(d time.Duration) float64 {
