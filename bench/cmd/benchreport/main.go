@@ -385,12 +385,50 @@ func writeHeadline(w io.Writer, d *data) {
 		fmt.Fprintf(w, "- %s: %s %s vs %s %s for %s — **%.2f×** (%.1f× less).\n",
 			l.text, num(us), l.unit, num(them), l.unit, implLabels[l.ref], us/them, them/us)
 	}
-	if g, ok := d.median("BenchmarkIdle", ours, "goroutines"); ok {
-		cg, _ := d.median("BenchmarkIdle", "clientgo", "goroutines")
-		pq, _ := d.median("BenchmarkIdle", "priorityqueue", "goroutines")
-		fmt.Fprintf(w, "- 10,000 idle queues, each with one item waiting an hour: %s goroutines (client-go %s, controller-runtime priorityqueue %s).\n", num(g), num(cg), num(pq))
+	if _, ok := d.median("BenchmarkIdle", ours, "goroutines"); ok {
+		idle := func(impl string) string {
+			gr, _ := d.median("BenchmarkIdle", impl, "goroutines")
+			cpu, _ := d.median("BenchmarkIdle", impl, "cpu-ms/s")
+			base, _ := d.median("BenchmarkIdle", impl, "base-cpu-ms/s")
+			return fmt.Sprintf("%s goroutines, %s ms of CPU per second (%s with no queue)", num(gr), num(cpu), num(base))
+		}
+		fmt.Fprintf(w, "- 10,000 queues, each with one item waiting an hour: ours %s; client-go %s; controller-runtime priorityqueue %s.\n",
+			idle(ours), idle("clientgo"), idle("priorityqueue"))
 	}
 }
+
+// method explains what is compared and how; it does not change between runs.
+const method = `## What is compared, and how
+
+- **Queues**: client-go's ` + "`workqueue.NewTypedRateLimitingQueue`" + `, controller-runtime's
+  ` + "`priorityqueue.New`" + ` and our ` + "`NewRateLimitingQueue`" + `, each with its default controller limiter and
+  with metrics off (an unnamed client-go or controller-runtime queue records no metrics; ours has a no-op
+  default), items of type ` + "`int`" + `. Every implementation runs the identical body through one small
+  interface (their method sets are the same).
+- **Fairness with asynchronous queues**: client-go's ` + "`AddAfter`" + ` hands the item to a goroutine over a
+  1000-slot channel, and the priority queue appends it to a buffer that another goroutine flushes. So every
+  benchmark that adds waiting items ends its timed region with a barrier: one sentinel item added with a 1 ns
+  delay, and a ` + "`Get`" + ` that waits for it. Both process their input in order, so the sentinel comes out only
+  after everything before it is in their heap or tree. Ours runs the same barrier (and pays one timer firing,
+  amortised over b.N). allocs/op counts allocations on every goroutine, so work done by their background
+  goroutines is counted too.
+- **Memory** (` + "`B/item`" + `): live heap after a full GC with the queue holding n items waiting 1–2 h, minus
+  the live heap before the queue was built, divided by n. Between measurements the harness waits until the
+  previous queue's memory is collected (a stopped ` + "`time.AfterFunc`" + ` timer keeps its callback, and so its
+  queue, reachable until the Go runtime deletes it lazily).
+- **Growth**: the queue is filled (untimed) to n waiting items, then ` + "`AddAfter`" + ` of new distinct items is
+  timed; it is refilled after every n/4 timed adds, so its size stays within [n, 1.25n].
+- **Lateness**: real clock; 1,000 items added 1 ms apart, each with a 10 ms delay, one worker blocked in
+  ` + "`Get`" + `; lateness = when ` + "`Get`" + ` returned − (when ` + "`AddAfter`" + ` was called + 10 ms). The floor ("bare
+  time.AfterFunc") arms one runtime timer per item whose callback hands the item to the same kind of worker
+  over a channel.
+- **Idle**: 10,000 queues each holding one item due in an hour; goroutines they keep, and the process's CPU
+  time (getrusage) over a 2 s real-time window, next to the same window measured with no queue.
+- **Per-key Backoff and limiters**: string keys shaped like ` + "`ns-12/object-345`" + `; the Backoff holds an entry
+  for every key before timing (steady state); parallel runs use ` + "`b.RunParallel`" + ` (GOMAXPROCS goroutines).
+- **Retry**: one op is a retried call of a function that fails 9 times and then succeeds; with 0 delays (each
+  library handles a zero delay its own way: ours skips the timer, the others arm a 0-length one) and with 1 ns
+  delays (every library arms a real timer, already expired when waited on, so nothing sleeps).`
 
 func main() {
 	var (
@@ -444,6 +482,8 @@ func main() {
 		fmt.Fprintln(&b, *how)
 		fmt.Fprintln(&b)
 	}
+	fmt.Fprintln(&b, method)
+	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "## Targets (issue 5)")
 	fmt.Fprintln(&b)
 	writeTargets(&b, d)
