@@ -52,7 +52,7 @@ var unitOrder = []string{"ns/op", "items/s", "ns/attempt", "B/item", "p50-us", "
 // series holds every sample of one benchmark row (its name without the impl
 // part), by implementation and unit.
 type series struct {
-	bench  string // e.g. BenchmarkBackoffNext
+	bench  string // e.g. BackoffNext (benchfmt drops the Benchmark prefix)
 	params string // e.g. keys=100k/mode=serial ("" when none)
 	values map[string]map[string][]float64
 }
@@ -124,7 +124,7 @@ func read(path string) (*data, error) {
 		if impl == "" {
 			continue
 		}
-		s := &series{bench: string(base), params: strings.Join(params, "/")}
+		s := &series{bench: strings.TrimPrefix(string(base), "Benchmark"), params: strings.Join(params, "/")}
 		if old, ok := d.rows[s.key()]; ok {
 			s = old
 		} else {
@@ -161,18 +161,18 @@ type target struct {
 }
 
 var targets = []target{
-	{measure: "`Add`+`Get`+`Done`, serial", row: "BenchmarkQueueAddGetDone/mode=serial", unit: "ns/op", ref: "clientgo", limit: 0.70, zeroAllocs: true, beatPQ: true},
-	{measure: "`Add`+`Get`+`Done`, 2 producers + 2 workers (per item)", row: "BenchmarkQueueAddGetDone/mode=2p2w", unit: "ns/op", ref: "clientgo", limit: 0.70, zeroAllocs: true, beatPQ: true},
-	{measure: "`AddAfter` per call", row: "BenchmarkAddAfter", unit: "ns/op", ref: "clientgo", limit: 0.25, zeroAllocs: true, beatPQ: true},
-	{measure: "heap bytes per waiting item at 1M", row: "BenchmarkWaitingHeap", unit: "B/item", ref: "clientgo", limit: 0.45, beatPQ: true},
-	{measure: "`Backoff.Next`, 100k keys, serial", row: "BenchmarkBackoffNext/keys=100k/mode=serial", unit: "ns/op", ref: "clientgo", limit: 0.75},
-	{measure: "`Backoff.Next`, 100k keys, parallel", row: "BenchmarkBackoffNext/keys=100k/mode=parallel", unit: "ns/op", ref: "clientgo", limit: 0.60},
-	{measure: "item-exponential `When`, serial", row: "BenchmarkItemExponentialWhen/mode=serial", unit: "ns/op", ref: "clientgo", limit: 0.60},
-	{measure: "item-exponential `When`, parallel", row: "BenchmarkItemExponentialWhen/mode=parallel", unit: "ns/op", ref: "clientgo", limit: 0.50},
-	{measure: "default controller limiter `When`+`Forget`, serial", row: "BenchmarkControllerLimiterWhenForget/mode=serial", unit: "ns/op", ref: "clientgo", limit: 0.40, zeroAllocs: true},
-	{measure: "default controller limiter `When`+`Forget`, parallel", row: "BenchmarkControllerLimiterWhenForget/mode=parallel", unit: "ns/op", ref: "clientgo", limit: 0.40, zeroAllocs: true},
-	{measure: "delivery lateness p99 (vs the bare runtime timer)", row: "BenchmarkLateness", unit: "p99-us", ref: "timer", limit: 1.10, beatPQ: true},
-	{measure: "idle cost of 10,000 queues: goroutines of their own", row: "BenchmarkIdle", unit: "goroutines", ref: "clientgo", limit: 0, absolute: true, beatPQ: true},
+	{measure: "`Add`+`Get`+`Done`, serial", row: "QueueAddGetDone/mode=serial", unit: "ns/op", ref: "clientgo", limit: 0.70, zeroAllocs: true, beatPQ: true},
+	{measure: "`Add`+`Get`+`Done`, 2 producers + 2 workers (per item)", row: "QueueAddGetDone/mode=2p2w", unit: "ns/op", ref: "clientgo", limit: 0.70, zeroAllocs: true, beatPQ: true},
+	{measure: "`AddAfter` per call", row: "AddAfter", unit: "ns/op", ref: "clientgo", limit: 0.25, zeroAllocs: true, beatPQ: true},
+	{measure: "heap bytes per waiting item at 1M", row: "WaitingHeap", unit: "B/item", ref: "clientgo", limit: 0.45, beatPQ: true},
+	{measure: "`Backoff.Next`, 100k keys, serial", row: "BackoffNext/keys=100k/mode=serial", unit: "ns/op", ref: "clientgo", limit: 0.75},
+	{measure: "`Backoff.Next`, 100k keys, parallel", row: "BackoffNext/keys=100k/mode=parallel", unit: "ns/op", ref: "clientgo", limit: 0.60},
+	{measure: "item-exponential `When`, serial", row: "ItemExponentialWhen/mode=serial", unit: "ns/op", ref: "clientgo", limit: 0.60},
+	{measure: "item-exponential `When`, parallel", row: "ItemExponentialWhen/mode=parallel", unit: "ns/op", ref: "clientgo", limit: 0.50},
+	{measure: "default controller limiter `When`+`Forget`, serial", row: "ControllerLimiterWhenForget/mode=serial", unit: "ns/op", ref: "clientgo", limit: 0.40, zeroAllocs: true},
+	{measure: "default controller limiter `When`+`Forget`, parallel", row: "ControllerLimiterWhenForget/mode=parallel", unit: "ns/op", ref: "clientgo", limit: 0.40, zeroAllocs: true},
+	{measure: "delivery lateness p99 (vs the bare runtime timer)", row: "Lateness", unit: "p99-us", ref: "timer", limit: 1.10, beatPQ: true},
+	{measure: "idle cost of 10,000 queues: goroutines of their own", row: "Idle", unit: "goroutines", ref: "clientgo", limit: 0, absolute: true, beatPQ: true},
 }
 
 type verdict struct {
@@ -252,7 +252,7 @@ func writeTargets(w io.Writer, d *data) []verdict {
 		if v.haveUs && v.haveRef && v.ref != 0 {
 			ratio = fmt.Sprintf("%.2f", v.us/v.ref)
 		}
-		if v.haveAllocs {
+		if v.haveAllocs && t.unit == "ns/op" {
 			allocs = num(v.allocs)
 		}
 		if v.haveUs && (t.absolute || v.haveRef) {
@@ -301,7 +301,7 @@ func writeDetails(w io.Writer, d *data) {
 				others = append(others, im)
 			}
 		}
-		fmt.Fprintf(w, "\n### %s\n\n", strings.TrimPrefix(bench, "Benchmark"))
+		fmt.Fprintf(w, "\n### %s\n\n", bench)
 		head := "| parameters | unit |"
 		sep := "| --- | --- |"
 		for _, im := range impls {
@@ -366,15 +366,15 @@ func writeHeadline(w io.Writer, d *data) {
 		text, row, unit, ref string
 	}
 	lines := []h{
-		{"`Add`+`Get`+`Done` (serial)", "BenchmarkQueueAddGetDone/mode=serial", "ns/op", "clientgo"},
-		{"`Add`+`Get`+`Done` (2 producers, 2 workers)", "BenchmarkQueueAddGetDone/mode=2p2w", "ns/op", "clientgo"},
-		{"`AddAfter`", "BenchmarkAddAfter", "ns/op", "clientgo"},
-		{"heap per waiting item at 1M", "BenchmarkWaitingHeap", "B/item", "clientgo"},
-		{"`Backoff.Next`, 100k keys, parallel", "BenchmarkBackoffNext/keys=100k/mode=parallel", "ns/op", "clientgo"},
-		{"default controller limiter `When`+`Forget`", "BenchmarkControllerLimiterWhenForget/mode=serial", "ns/op", "clientgo"},
-		{"token bucket `When`", "BenchmarkBucketWhen/mode=serial", "ns/op", "xrate"},
-		{"`Retry`, per attempt (1 ns delays: every library arms a timer)", "BenchmarkRetry/delay=1ns", "ns/attempt", "cenkalti"},
-		{"`Retry`, per attempt (1 ns delays: every library arms a timer)", "BenchmarkRetry/delay=1ns", "ns/attempt", "apimachinery"},
+		{"`Add`+`Get`+`Done` (serial)", "QueueAddGetDone/mode=serial", "ns/op", "clientgo"},
+		{"`Add`+`Get`+`Done` (2 producers, 2 workers)", "QueueAddGetDone/mode=2p2w", "ns/op", "clientgo"},
+		{"`AddAfter`", "AddAfter", "ns/op", "clientgo"},
+		{"heap per waiting item at 1M", "WaitingHeap", "B/item", "clientgo"},
+		{"`Backoff.Next`, 100k keys, parallel", "BackoffNext/keys=100k/mode=parallel", "ns/op", "clientgo"},
+		{"default controller limiter `When`+`Forget`", "ControllerLimiterWhenForget/mode=serial", "ns/op", "clientgo"},
+		{"token bucket `When`", "BucketWhen/mode=serial", "ns/op", "xrate"},
+		{"`Retry`, per attempt (1 ns delays: every library arms a timer)", "Retry/delay=1ns", "ns/attempt", "cenkalti"},
+		{"`Retry`, per attempt (1 ns delays: every library arms a timer)", "Retry/delay=1ns", "ns/attempt", "apimachinery"},
 	}
 	for _, l := range lines {
 		us, ok1 := d.median(l.row, ours, l.unit)
@@ -382,14 +382,14 @@ func writeHeadline(w io.Writer, d *data) {
 		if !ok1 || !ok2 || them == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "- %s: %s %s vs %s %s for %s — **%.2f×** (%.1f× less).\n",
-			l.text, num(us), l.unit, num(them), l.unit, implLabels[l.ref], us/them, them/us)
+		fmt.Fprintf(w, "- %s: ours %s %s, %s %s %s: **%.2f×**.\n",
+			l.text, num(us), l.unit, implLabels[l.ref], num(them), l.unit, us/them)
 	}
-	if _, ok := d.median("BenchmarkIdle", ours, "goroutines"); ok {
+	if _, ok := d.median("Idle", ours, "goroutines"); ok {
 		idle := func(impl string) string {
-			gr, _ := d.median("BenchmarkIdle", impl, "goroutines")
-			cpu, _ := d.median("BenchmarkIdle", impl, "cpu-ms/s")
-			base, _ := d.median("BenchmarkIdle", impl, "base-cpu-ms/s")
+			gr, _ := d.median("Idle", impl, "goroutines")
+			cpu, _ := d.median("Idle", impl, "cpu-ms/s")
+			base, _ := d.median("Idle", impl, "base-cpu-ms/s")
 			return fmt.Sprintf("%s goroutines, %s ms of CPU per second (%s with no queue)", num(gr), num(cpu), num(base))
 		}
 		fmt.Fprintf(w, "- 10,000 queues, each with one item waiting an hour: ours %s; client-go %s; controller-runtime priorityqueue %s.\n",
