@@ -12,20 +12,31 @@
 // # Which piece to use
 //
 //   - To retry one operation in application code (an HTTP call, a database
-//     transaction): [Retry], with a [Schedule] that says how long to wait
-//     between attempts, [Permanent] to stop early, and [RetryAfter] to honour
-//     a server's hint. Most callers want this.
+//     transaction): [Retry] or [RetryValue], with a [Schedule] that says how
+//     long to wait between attempts, [Permanent] to stop early, [RetryAfter]
+//     to honour a server's hint, and [WithJitterKind] to choose how waits are
+//     spread. Most callers want this. [OnError] serves callers of client-go's
+//     util/retry.
 //   - To feed and drain a controller's work: a queue from [NewRateLimitingQueue]
-//     with [DefaultControllerRateLimiter], drained by the worker loop. Items
-//     are de-duplicated, never handed to two workers at once, and requeued
-//     with per-item exponential backoff.
+//     with [DefaultControllerRateLimiter], drained by [RunWorkers]. Items are
+//     de-duplicated, never handed to two workers at once, and requeued with
+//     per-item exponential backoff. [NewQueue] and [NewDelayingQueue] give
+//     the simpler queues; [Queue.GetContext] is a Get that can be cancelled,
+//     and [DelayingQueue.TakeWaiting] returns what still waits at shutdown.
 //   - To gate repeated work per key, as kubelet gates container restarts
-//     (CrashLoopBackOff): [Backoff], from [NewBackOff].
+//     (CrashLoopBackOff): [Backoff], from [NewBackOff]. It reclaims expired
+//     entries by itself and counts [Backoff.Attempts].
 //   - To decide requeue delays yourself: the [RateLimiter] implementations,
-//     item-exponential, fast-slow, token bucket, max-of and max-wait.
+//     [NewItemExponentialFailureRateLimiter], [NewItemFastSlowRateLimiter],
+//     [NewBucketRateLimiter], [NewMaxOfRateLimiter] and
+//     [NewWithMaxWaitRateLimiter], with [WithRequeueJitter] and
+//     [WithMaxTrackedItems].
 //   - To run something periodically until stopped: [Until], [JitterUntil],
-//     [BackoffUntil] and their context forms; to wait for a condition:
-//     [PollUntilContextTimeout], [ExponentialBackoffWithContext].
+//     [BackoffUntil], [Forever] and their context forms; to wait for a
+//     condition: [PollUntilContextTimeout], [PollUntilContextCancel],
+//     [ExponentialBackoffWithContext].
+//
+// The Examples show each of these on a fake clock.
 //
 // # The clock
 //
@@ -40,7 +51,9 @@
 // Every type in this package is safe for concurrent use by multiple
 // goroutines unless its documentation says otherwise. Callbacks (the f of a
 // loop helper, the fn of Retry, a worker's handler) are never called with a
-// lock of this package held, so they may call back into the package.
+// lock of this package held, so they may call back into the package. The one
+// exception is the expiry rule given to [WithExpiry], which must be fast and
+// must not call the Backoff it belongs to.
 //
 // # Bad input
 //

@@ -1,5 +1,410 @@
 package backoff
 
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
 // queueConfig holds the options that the queues read. Its zero value is the
-// default. (Stub: the queues land here.)
-type queueConfig struct{}
+// default: no name, slog.Default() as the logger, no metrics.
+type queueConfig struct {
+	name    string
+	logger  *slog.Logger
+	metrics QueueMetrics
+}
+
+// ErrQueueShutDown is the error [Queue.GetContext] returns once the queue is
+// shut down and has handed out every queued item.
+var ErrQueueShutDown = errors.New("backoff: queue is shut down")
+
+// The state bits of an item the queue knows about. An item in none of these
+// states (idle, or only waiting in the delay heap) has no entry in the state
+// map.
+const (
+	// queueDirty: the item is to be handed out by Get; it sits in the ready
+	// FIFO, or, if it is also processing, it joins the FIFO when Done is
+	// called. (client-go's "dirty" set.)
+	queueDirty uint8 = 1 << iota
+	// queueProcessing: Get handed the item out and Done was not called yet.
+	queueProcessing
+)
+
+// Queue is a work queue of items of type T: producers Add items, workers Get
+// them, process them and call Done. It is client-go's workqueue
+// (workqueue.TypedInterface[T]; its method set is exactly that interface's,
+// plus [Queue.GetContext]):
+//
+//   - An item is queued at most once: adding an item that is already queued
+//     does nothing.
+//   - An item is never handed to two workers at once: adding an item while a
+//     worker processes it queues it again when that worker calls Done.
+//   - Items are handed out in the order in which they were first added.
+//   - After ShutDown, adds are ignored and Get hands out what is still queued,
+//     then reports the shutdown.
+//
+// Every operation takes one mutex for O(1) work; Add, Get and Done allocate
+// nothing once the queue has grown to its working size. Memory is given back
+// when the queue empties after a burst. An idle queue runs no goroutine.
+//
+// A Queue is safe for concurrent use by multiple goroutines. Its zero value
+// is not usable: create queues with [NewQueue], [NewDelayingQueue] or
+// [NewRateLimitingQueue].
+type Queue[T comparable] struct {
+	mu sync.Mutex
+	// cond wakes getters: Signal once per item that joins the FIFO, Broadcast
+	// on shutdown and when a GetContext context ends.
+	cond sync.Cond
+	// drained wakes ShutDownWithDrain callers; it is separate from cond so
+	// that a wake-up meant for a getter never goes to a drainer.
+	drained sync.Cond
+
+	ready   readyRing[T] // queued items not being processed, in order
+	states  map[T]uint8  // queueDirty and queueProcessing bits; no entry means neither
+	peak    int          // the most entries states has held since it was made
+	waiting waitHeap[T]  // items waiting for their ready time (delaying queues)
+	starts  map[T]int64  // when each processing item was handed out; only with metrics
+	metrics QueueMetrics // nil when there are none
+	clock   clock.WithDelayedExecution
+	epoch   time.Time // clock time 0 of the int64 times above
+
+	// The one timer of the delay heap: armed, for armedAt, exactly while the
+	// heap is non-empty and the queue is running (see delayqueue.go).
+	timer   clock.Timer
+	armed   bool
+	armedAt int64
+	// fireInline says that the clock runs AfterFunc callbacks on a goroutine
+	// of their own with no lock held, as the real clock does, so the callback
+	// may take mu itself.
+	fireInline bool
+	fire       func() // the timer callback, made once so that arming allocates nothing
+	wake       func() // wakes every getter; the GetContext callback, made once
+
+	shuttingDown bool
+	draining     bool // a ShutDownWithDrain waits and no ShutDown has called it off
+
+	name   string
+	logger *slog.Logger
+}
+
+// NewQueue returns an empty, running queue. It reads [WithClock] (for
+// metrics), [WithMetrics], [WithName] and [WithLogger]. It starts no
+// goroutine.
+func NewQueue[T comparable](opts ...Option) *Queue[T] {
+	q := new(Queue[T])
+	q.init(newConfig(opts))
+	return q
+}
+
+// init prepares a zero Queue, in place: the timer callback refers to q, so a
+// Queue must not move after init.
+func (q *Queue[T]) init(cfg config) {
+	q.cond.L = &q.mu
+	q.drained.L = &q.mu
+	q.states = make(map[T]uint8)
+	q.clock = cfg.clock
+	q.epoch = cfg.clock.Now()
+	switch cfg.clock.(type) {
+	case clock.RealClock, *clock.RealClock:
+		q.fireInline = true
+	}
+	q.fire = q.onTimerFired
+	q.wake = q.wakeGetters
+	q.name = cfg.queue.name
+	q.logger = cfg.queue.logger
+	if m := cfg.queue.metrics; m != nil {
+		if _, nop := m.(NopQueueMetrics); !nop {
+			q.metrics = m
+			q.starts = make(map[T]int64)
+			m.TrackProcessing(q.processingTimes)
+		}
+	}
+}
+
+// Add queues item, unless it is already queued or the queue is shutting
+// down. If item is being processed, it is queued when Done is called for it.
+//
+// If item waits in a delaying queue (from AddAfter or AddRateLimited), Add
+// takes it out of the wait and queues it now: the item runs once, now. This
+// fixes kubernetes#126027, where client-go queued it now and left the
+// waiting copy to run it a second time later.
+func (q *Queue[T]) Add(item T) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.shuttingDown {
+		return
+	}
+	now := int64(-1)
+	if q.waiting.len() > 0 {
+		now = q.nowLocked()
+		q.promoteLocked(now)
+	}
+	q.addLocked(item, now)
+}
+
+// addLocked is Add without the checks that its callers have made. now is the
+// current time, or -1 if the delay heap is empty and the clock was not read.
+func (q *Queue[T]) addLocked(item T, now int64) {
+	if q.waiting.len() > 0 {
+		if i := q.waiting.find(item); i >= 0 {
+			q.waiting.removeAt(i)
+			q.armLocked(now)
+		}
+	}
+	q.enqueueLocked(item, now)
+}
+
+// enqueueLocked marks item dirty and, unless it is being processed, appends
+// it to the FIFO. now is the current time or -1 (read here if needed).
+func (q *Queue[T]) enqueueLocked(item T, now int64) {
+	st, known := q.states[item]
+	if st&queueDirty != 0 {
+		return
+	}
+	q.states[item] = st | queueDirty
+	if !known && len(q.states) > q.peak {
+		q.peak = len(q.states)
+	}
+	if q.metrics != nil {
+		q.metrics.IncAdds()
+	}
+	if st&queueProcessing != 0 {
+		return // Done queues it
+	}
+	q.pushReadyLocked(item, now)
+}
+
+// pushReadyLocked appends item to the FIFO and wakes one getter.
+func (q *Queue[T]) pushReadyLocked(item T, now int64) {
+	if q.metrics != nil && now < 0 {
+		now = q.nowLocked()
+	}
+	q.ready.push(item, now)
+	if q.metrics != nil {
+		q.metrics.SetDepth(q.ready.len())
+	}
+	q.cond.Signal()
+}
+
+// Len returns the number of queued items that are not being processed: the
+// number of items Get can hand out without blocking. Items that wait for a
+// delay, and items being processed that will be queued again by Done, are not
+// counted. Len is informational: another goroutine may change the queue
+// before the caller acts on it.
+//
+// An item whose delay has passed counts at once, even if the timer that
+// moves it to the FIFO has not run yet: with a FakeClock, Len sees an item as
+// soon as Step passes its ready time.
+func (q *Queue[T]) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.waiting.len() > 0 {
+		q.promoteLocked(q.nowLocked())
+	}
+	return q.ready.len()
+}
+
+// Get blocks until it can hand out an item, and returns it. The caller must
+// call Done(item) when it has finished processing it. After ShutDown, Get
+// hands out the items still queued, then returns shutdown true (and the zero
+// T) at once; the caller should then stop.
+//
+// Get blocks for as long as the queue is empty and running, even if its
+// caller no longer wants an item; [Queue.GetContext] stops waiting when a
+// context ends.
+func (q *Queue[T]) Get() (item T, shutdown bool) {
+	item, err := q.get(context.Background())
+	return item, err != nil
+}
+
+// GetContext is [Queue.Get] with a context: it returns the context's cause
+// (context.Cause) if ctx is done before an item can be handed out, without
+// taking an item and without shutting the queue down; and it returns
+// [ErrQueueShutDown] where Get reports shutdown. If ctx is already done,
+// GetContext returns at once, even if items are queued. On error the item is
+// the zero T and the caller must not call Done.
+//
+// client-go has no such method (kubernetes#131185): there, a worker blocked
+// in Get can be released only by shutting the whole queue down.
+func (q *Queue[T]) GetContext(ctx context.Context) (item T, err error) {
+	return q.get(ctx)
+}
+
+// get is Get and GetContext. For Get, ctx is Background, which is never
+// done: the wait then registers nothing on ctx.
+func (q *Queue[T]) get(ctx context.Context) (item T, err error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var stop func() bool // unregisters the context callback, once registered
+	for {
+		if ctx.Err() != nil {
+			if q.ready.len() > 0 {
+				// A Signal meant for some getter may have woken this one;
+				// pass it on rather than lose it.
+				q.cond.Signal()
+			}
+			if stop != nil {
+				stop()
+			}
+			return item, context.Cause(ctx)
+		}
+		if q.waiting.len() > 0 {
+			q.promoteLocked(q.nowLocked())
+		}
+		if q.ready.len() > 0 || q.shuttingDown {
+			break
+		}
+		if stop == nil && ctx.Done() != nil {
+			// The callback takes mu before it broadcasts, so it cannot run
+			// between the check of ctx.Err above and Wait below: the wake-up
+			// cannot be lost.
+			stop = context.AfterFunc(ctx, q.wake)
+		}
+		q.cond.Wait()
+	}
+	if stop != nil {
+		stop()
+	}
+	if q.ready.len() == 0 {
+		return item, ErrQueueShutDown
+	}
+	e := q.ready.pop()
+	q.states[e.item] = queueProcessing // dirty is cleared: a new Add queues it again
+	if q.metrics != nil {
+		now := q.nowLocked()
+		q.starts[e.item] = now
+		q.metrics.SetDepth(q.ready.len())
+		q.metrics.ObserveLatency(time.Duration(now - e.at))
+	}
+	return e.item, nil
+}
+
+// wakeGetters wakes every goroutine blocked in Get, so that those whose
+// context has ended return.
+func (q *Queue[T]) wakeGetters() {
+	q.mu.Lock()
+	q.cond.Broadcast()
+	q.mu.Unlock()
+}
+
+// Done marks item as processed. If it was added again while it was being
+// processed, Done queues it again (even after ShutDown). Done of an item that
+// is not being processed (never handed out, or already done) does nothing;
+// client-go would queue a second copy of it if it was dirty
+// (kubernetes#141079).
+func (q *Queue[T]) Done(item T) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := int64(-1)
+	if q.waiting.len() > 0 {
+		// Items that became due before this Done, item among them, are
+		// queued before the item it may queue again.
+		now = q.nowLocked()
+		q.promoteLocked(now)
+	}
+	st, ok := q.states[item]
+	if !ok || st&queueProcessing == 0 {
+		return
+	}
+	if q.metrics != nil {
+		if now < 0 {
+			now = q.nowLocked()
+		}
+		q.metrics.ObserveWorkDuration(time.Duration(now - q.starts[item]))
+		delete(q.starts, item)
+	}
+	if st&queueDirty != 0 {
+		q.states[item] = queueDirty
+		q.pushReadyLocked(item, now)
+		return
+	}
+	delete(q.states, item)
+	if len(q.states) == 0 {
+		if q.peak > waitShrinkCap {
+			// A Go map never gives back the memory of its peak size: after
+			// a burst, start afresh.
+			q.states, q.peak = make(map[T]uint8), 0
+		}
+		if q.draining {
+			q.drained.Broadcast()
+		}
+	}
+}
+
+// ShutDown stops the queue: from now on adds are ignored, Get hands out the
+// items still queued and then reports shutdown, and the workers blocked in
+// Get wake up. Items whose delay has passed are queued first; items still
+// waiting for their delay stay where they are, and
+// [DelayingQueue.TakeWaiting] returns them. ShutDown also ends the wait of
+// every ShutDownWithDrain in progress. It does not block, and calling it
+// again does nothing.
+func (q *Queue[T]) ShutDown() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.shutDownLocked()
+	if q.draining {
+		q.draining = false
+		q.drained.Broadcast()
+	}
+}
+
+// ShutDownWithDrain shuts the queue down like [Queue.ShutDown], then waits
+// until every item that was queued or being processed has been handed out
+// and marked Done, including the items that Done queues again. Workers must
+// therefore keep calling Get and Done until Get reports shutdown, or
+// ShutDownWithDrain blocks forever. A ShutDown call, from another goroutine,
+// ends the wait at once.
+//
+// client-go's ShutDownWithDrain waits only until no item is being processed,
+// so it may return while items are still queued (kubernetes#141079).
+func (q *Queue[T]) ShutDownWithDrain() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.shutDownLocked()
+	q.draining = true
+	for q.draining && len(q.states) > 0 {
+		q.drained.Wait()
+	}
+}
+
+func (q *Queue[T]) shutDownLocked() {
+	if q.shuttingDown {
+		return
+	}
+	if q.waiting.len() > 0 {
+		q.promoteLocked(q.nowLocked())
+	}
+	q.shuttingDown = true
+	q.armLocked(0) // stops the timer
+	q.cond.Broadcast()
+}
+
+// ShuttingDown reports whether ShutDown or ShutDownWithDrain has been called.
+func (q *Queue[T]) ShuttingDown() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.shuttingDown
+}
+
+// nowLocked returns the clock's time as nanoseconds since the queue's epoch.
+// A clock set back before the epoch (a FakeClock can be) reads as the epoch.
+func (q *Queue[T]) nowLocked() int64 {
+	return int64(max(q.clock.Now().Sub(q.epoch), 0))
+}
+
+// processingTimes is the probe that QueueMetrics.TrackProcessing receives.
+func (q *Queue[T]) processingTimes() (unfinished, longest time.Duration) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.nowLocked()
+	for _, start := range q.starts {
+		d := time.Duration(max(now-start, 0))
+		unfinished = addDuration(unfinished, d)
+		longest = max(longest, d)
+	}
+	return unfinished, longest
+}

@@ -1,0 +1,80 @@
+package backoff
+
+import "time"
+
+// QueueMetrics receives the measurements of one queue: the workqueue metrics
+// of client-go (depth, adds, queue latency, work duration, unfinished work,
+// longest running processor, retries), without a dependency on a metrics
+// library. Implement it over Prometheus, OpenTelemetry or anything else, one
+// value per queue, and pass it with [WithMetrics]; the queue's name is yours
+// to attach.
+//
+// The queue calls the methods with its lock held, in the order the events
+// happen: they must be fast, must not block and must not call back into the
+// queue. The queue calls none of them, and reads the clock no more than
+// without metrics, when it has no QueueMetrics or has [NopQueueMetrics].
+//
+// Embed NopQueueMetrics in an implementation to leave some measurements out;
+// it also keeps the implementation compiling if methods are added.
+type QueueMetrics interface {
+	// SetDepth reports the number of queued items that are not being
+	// processed (what Len returns), each time it changes.
+	SetDepth(n int)
+	// IncAdds counts an item that became queued: an Add, or an AddAfter
+	// whose delay passed, of an item that was not already queued.
+	IncAdds()
+	// IncRetries counts an AddAfter or an AddRateLimited that the queue
+	// accepted (not ignored after shutdown, and for AddRateLimited, not
+	// ignored because a run of the item was already pending).
+	IncRetries()
+	// ObserveLatency reports how long an item stayed queued (ready, in the
+	// FIFO) before Get handed it out. Time spent waiting for a delay is not
+	// included: it was asked for.
+	ObserveLatency(d time.Duration)
+	// ObserveWorkDuration reports how long an item was processed: from Get
+	// to Done.
+	ObserveWorkDuration(d time.Duration)
+	// TrackProcessing is called once, by the queue's constructor, with a
+	// probe that returns, when called, the time the items being processed
+	// have been processed in total (client-go's unfinished work) and the
+	// longest of those times (its longest running processor). Call the probe
+	// when the gauges are read, a Prometheus scrape say: the values are
+	// exact at that moment, and nothing runs in between. client-go instead
+	// refreshes them from a goroutine that ticks every 500 ms for every
+	// queue, idle or not. The probe takes the queue's lock: do not call it
+	// from the other methods.
+	TrackProcessing(probe func() (unfinished, longest time.Duration))
+}
+
+// NopQueueMetrics is a [QueueMetrics] that discards everything; it is the
+// default. Its zero value is ready to use.
+type NopQueueMetrics struct{}
+
+// SetDepth does nothing.
+func (NopQueueMetrics) SetDepth(int) {}
+
+// IncAdds does nothing.
+func (NopQueueMetrics) IncAdds() {}
+
+// IncRetries does nothing.
+func (NopQueueMetrics) IncRetries() {}
+
+// ObserveLatency does nothing.
+func (NopQueueMetrics) ObserveLatency(time.Duration) {}
+
+// ObserveWorkDuration does nothing.
+func (NopQueueMetrics) ObserveWorkDuration(time.Duration) {}
+
+// TrackProcessing does nothing.
+func (NopQueueMetrics) TrackProcessing(func() (time.Duration, time.Duration)) {}
+
+// WithMetrics makes a queue report its measurements to m. Pass one m per
+// queue. The default is [NopQueueMetrics].
+//
+// WithMetrics panics if m is nil.
+func WithMetrics(m QueueMetrics) Option {
+	if m == nil {
+		panic("backoff: WithMetrics: metrics must not be nil")
+	}
+	return func(c *config) { c.queue.metrics = m }
+}

@@ -1,0 +1,129 @@
+package backoff_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/retrykit/backoff"
+)
+
+// recMetrics records what a queue reports, as a list of events.
+type recMetrics struct {
+	events []string
+	probe  func() (unfinished, longest time.Duration)
+}
+
+func (m *recMetrics) SetDepth(n int) { m.events = append(m.events, fmt.Sprintf("depth=%d", n)) }
+func (m *recMetrics) IncAdds()       { m.events = append(m.events, "add") }
+func (m *recMetrics) IncRetries()    { m.events = append(m.events, "retry") }
+func (m *recMetrics) ObserveLatency(d time.Duration) {
+	m.events = append(m.events, "latency="+d.String())
+}
+func (m *recMetrics) ObserveWorkDuration(d time.Duration) {
+	m.events = append(m.events, "work="+d.String())
+}
+func (m *recMetrics) TrackProcessing(probe func() (unfinished, longest time.Duration)) {
+	m.probe = probe
+}
+
+// take returns the events since the last call.
+func (m *recMetrics) take() string {
+	s := strings.Join(m.events, " ")
+	m.events = nil
+	return s
+}
+
+func TestQueueMetrics(t *testing.T) {
+	fc := newQueueClock()
+	m := &recMetrics{}
+	q := backoff.NewRateLimitingQueue[string](newQLimiter[string](qExponential(time.Second)),
+		backoff.WithClock(fc), backoff.WithMetrics(m))
+	defer q.ShutDown()
+	require.NotNil(t, m.probe, "TrackProcessing is called by the constructor")
+	probe := func() string {
+		u, l := m.probe()
+		return fmt.Sprintf("unfinished=%v longest=%v", u, l)
+	}
+
+	q.Add("a")
+	q.Add("a") // already queued: not counted
+	assert.Equal(t, "add depth=1", m.take())
+	fc.Step(2 * time.Second)
+	a, _ := q.Get()
+	assert.Equal(t, "depth=0 latency=2s", m.take(), "latency: time queued before Get")
+	assert.Equal(t, "unfinished=0s longest=0s", probe())
+
+	fc.Step(3 * time.Second)
+	q.Add("b")
+	b, _ := q.Get()
+	fc.Step(time.Second)
+	assert.Equal(t, "add depth=1 depth=0 latency=0s", m.take())
+	assert.Equal(t, "unfinished=5s longest=4s", probe(), "a for 4s, b for 1s")
+
+	q.AddRateLimited(a) // waits 1s; a is processing
+	q.Done(a)
+	assert.Equal(t, "retry work=4s", m.take())
+	assert.Equal(t, "unfinished=1s longest=1s", probe())
+
+	fc.Step(time.Second)
+	assert.Equal(t, 1, q.Len())
+	assert.Equal(t, "add depth=1", m.take(), "a became queued when its delay passed")
+	q.AddRateLimited(a) // already queued: ignored, not a retry
+	q.AddAfter("c", 0)
+	assert.Equal(t, "add depth=2 retry", m.take())
+	q.Done(b)
+	assert.Equal(t, "work=2s", m.take())
+
+	fc.Step(500 * time.Millisecond)
+	q.Get()
+	assert.Equal(t, "depth=1 latency=500ms", m.take())
+
+	q.AddAfter("d", time.Second)
+	fc.Step(3 * time.Second) // nobody looks when d becomes ready
+	q.Get()
+	q.Get()
+	assert.Equal(t, "retry add depth=2 depth=1 latency=3.5s depth=0 latency=2s", m.take(),
+		"latency counts from the ready time, not from when the queue noticed it")
+}
+
+func TestQueueNopMetricsAllocateNothing(t *testing.T) {
+	for name, opts := range map[string][]backoff.Option{
+		"default":         nil,
+		"NopQueueMetrics": {backoff.WithMetrics(backoff.NopQueueMetrics{})},
+	} {
+		t.Run(name, func(t *testing.T) {
+			q := backoff.NewQueue[int](opts...)
+			q.Add(1)
+			item, _ := q.Get()
+			q.Done(item) // the FIFO and the state map have their working size
+			allocs := testing.AllocsPerRun(1000, func() {
+				q.Add(1)
+				item, _ := q.Get()
+				q.Done(item)
+			})
+			assert.Zero(t, allocs)
+		})
+	}
+}
+
+// partialMetrics implements only the adds, thanks to the embedded
+// NopQueueMetrics.
+type partialMetrics struct {
+	backoff.NopQueueMetrics
+	adds int
+}
+
+func (m *partialMetrics) IncAdds() { m.adds++ }
+
+func TestQueueMetricsEmbeddingNop(t *testing.T) {
+	m := &partialMetrics{}
+	q := backoff.NewQueue[int](backoff.WithMetrics(m))
+	q.Add(1)
+	q.Add(2)
+	assert.Equal(t, 2, m.adds)
+}

@@ -1,0 +1,41 @@
+//go:build !go1.24
+
+package backoff
+
+// waitIndex maps a waiting item to its position in the waitHeap. Before Go
+// 1.24 there is no allocation-free way to hash an arbitrary comparable value
+// (hash/maphash.Comparable), so this build uses a Go map: about 30 bytes more
+// per waiting item than queue_index.go's table, and a map write for each move
+// of an entry in the heap.
+type waitIndex[T comparable] struct {
+	pos  map[T]int
+	peak int // the most items pos has held since it was made
+}
+
+func (x *waitIndex[T]) find(_ []waitEntry[T], item T) int {
+	if p, ok := x.pos[item]; ok {
+		return p
+	}
+	return -1
+}
+
+func (x *waitIndex[T]) insert(es []waitEntry[T], pos int) {
+	if x.pos == nil {
+		x.pos = make(map[T]int)
+	}
+	x.pos[es[pos].item] = pos
+	x.peak = max(x.peak, len(x.pos))
+}
+
+func (x *waitIndex[T]) moved(es []waitEntry[T], pos int) { x.pos[es[pos].item] = pos }
+
+func (x *waitIndex[T]) remove(es []waitEntry[T], pos int) { delete(x.pos, es[pos].item) }
+
+// shrink drops a map that once held many items when the heap empties: a Go
+// map never gives back the memory of its peak size. A small map is kept, so
+// a queue that keeps one item waiting does not allocate a map per wait.
+func (x *waitIndex[T]) shrink(es []waitEntry[T]) {
+	if len(es) == 0 && x.peak > waitShrinkCap {
+		x.pos, x.peak = nil, 0
+	}
+}

@@ -1,0 +1,279 @@
+package backoff_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/retrykit/backoff"
+)
+
+func TestQueueOrderAndDeduplication(t *testing.T) {
+	tests := []struct {
+		name string
+		adds []string
+		want []string
+	}{
+		{"fifo", []string{"a", "b", "c"}, []string{"a", "b", "c"}},
+		{"duplicates collapse, first add keeps its place", []string{"a", "b", "a", "c", "b"}, []string{"a", "b", "c"}},
+		{"empty", nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := backoff.NewQueue[string]()
+			for _, a := range tt.adds {
+				q.Add(a)
+			}
+			assert.Equal(t, len(tt.want), q.Len())
+			assert.Equal(t, tt.want, getReady[string](t, q))
+		})
+	}
+}
+
+func TestQueueAddWhileProcessingRequeuesOnDone(t *testing.T) {
+	q := backoff.NewQueue[string]()
+	q.Add("a")
+	item, _ := q.Get()
+	require.Equal(t, "a", item)
+
+	q.Add("a") // dirty while processing: not handed out to a second worker
+	q.Add("a")
+	assert.Equal(t, 0, q.Len(), "a must not be handed out while it is processed")
+
+	q.Done("a")
+	assert.Equal(t, 1, q.Len(), "Done queues a again, once")
+	assert.Equal(t, []string{"a"}, getReady[string](t, q))
+	assert.Equal(t, 0, q.Len())
+}
+
+func TestQueueDoneOfItemNotProcessingIsIgnored(t *testing.T) {
+	q := backoff.NewQueue[string]()
+	q.Done("never-added")
+	q.Add("a")
+	q.Done("a") // queued, not processing: client-go would push a second copy
+	assert.Equal(t, 1, q.Len())
+	item, _ := q.Get()
+	q.Done(item)
+	q.Done(item) // second Done
+	assert.Equal(t, 0, q.Len())
+}
+
+func TestQueueShutDownHandsOutQueuedItemsThenReports(t *testing.T) {
+	q := backoff.NewQueue[int]()
+	q.Add(1)
+	q.Add(2)
+	assert.False(t, q.ShuttingDown())
+	q.ShutDown()
+	assert.True(t, q.ShuttingDown())
+	q.Add(3) // ignored
+
+	for _, want := range []int{1, 2} {
+		item, shutdown := q.Get()
+		assert.False(t, shutdown)
+		assert.Equal(t, want, item)
+		q.Done(item)
+	}
+	item, shutdown := q.Get()
+	assert.True(t, shutdown)
+	assert.Zero(t, item)
+	q.ShutDown() // again: nothing happens
+}
+
+func TestQueueShutDownWakesBlockedGetters(t *testing.T) {
+	q := backoff.NewQueue[int]()
+	got := []<-chan getResult[int]{getAsync[int](q), getAsync[int](q), getAsync[int](q)}
+	q.ShutDown()
+	for _, ch := range got {
+		assert.True(t, receive(t, ch).shutdown)
+	}
+}
+
+func TestQueueGetBlocksUntilAdd(t *testing.T) {
+	q := backoff.NewQueue[int]()
+	ch := getAsync[int](q)
+	q.Add(7)
+	r := receive(t, ch)
+	assert.Equal(t, getResult[int]{item: 7}, r)
+}
+
+func TestQueueItemDoneWhileProcessingAfterShutdownIsStillRequeued(t *testing.T) {
+	q := backoff.NewQueue[string]()
+	q.Add("a")
+	item, _ := q.Get()
+	q.Add("a") // dirty
+	q.ShutDown()
+	q.Done(item)
+	item, shutdown := q.Get()
+	assert.Equal(t, "a", item)
+	assert.False(t, shutdown, "an item added before the shutdown is not lost")
+	q.Done(item)
+	_, shutdown = q.Get()
+	assert.True(t, shutdown)
+}
+
+// TestQueueShutDownWithDrainWaitsForQueuedAndProcessing covers
+// kubernetes#141079: client-go returns once nothing is processing, even with
+// items still queued.
+func TestQueueShutDownWithDrainWaitsForQueuedAndProcessing(t *testing.T) {
+	q := backoff.NewQueue[string]()
+	q.Add("a")
+	q.Add("b")
+	a, _ := q.Get() // processing; b queued
+
+	drained := make(chan struct{})
+	go func() {
+		q.ShutDownWithDrain()
+		close(drained)
+	}()
+
+	q.Add("a") // ignored: shutting down (or not yet: then a is requeued; both are drained below)
+	q.Done(a)
+	// b is still queued (and perhaps a again): the drain must go on.
+	for {
+		item, shutdown := q.Get()
+		if shutdown {
+			break
+		}
+		select {
+		case <-drained:
+			t.Fatalf("ShutDownWithDrain returned while %q was processing", item)
+		default:
+		}
+		q.Done(item)
+	}
+	receive(t, drained)
+	assert.True(t, q.ShuttingDown())
+}
+
+func TestQueueShutDownWithDrainOnEmptyQueueReturns(t *testing.T) {
+	q := backoff.NewQueue[int]()
+	q.ShutDownWithDrain()
+	assert.True(t, q.ShuttingDown())
+}
+
+func TestQueueShutDownEndsDrainWait(t *testing.T) {
+	q := backoff.NewQueue[int]()
+	q.Add(1)
+	held, _ := q.Get() // processing, never Done during the wait
+	getter := getAsync[int](q)
+
+	drained := make(chan struct{})
+	go func() {
+		q.ShutDownWithDrain()
+		close(drained)
+	}()
+	// The getter wakes only once the drainer has shut the queue down and
+	// released the lock by parking: the drainer is now waiting.
+	require.True(t, receive(t, getter).shutdown)
+	select {
+	case <-drained:
+		t.Fatal("ShutDownWithDrain returned while an item was processing")
+	default:
+	}
+	q.ShutDown()
+	receive(t, drained)
+	q.Done(held)
+}
+
+func TestQueueGetContext(t *testing.T) {
+	t.Run("returns items", func(t *testing.T) {
+		q := backoff.NewQueue[int]()
+		q.Add(1)
+		item, err := q.GetContext(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, 1, item)
+	})
+	t.Run("done context returns at once even with items queued", func(t *testing.T) {
+		q := backoff.NewQueue[int]()
+		q.Add(1)
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cause := errors.New("stop")
+		cancel(cause)
+		item, err := q.GetContext(ctx)
+		assert.ErrorIs(t, err, cause, "the context's cause")
+		assert.Zero(t, item)
+		assert.Equal(t, 1, q.Len(), "no item taken")
+		assert.False(t, q.ShuttingDown())
+	})
+	t.Run("cancel releases a blocked call without shutting the queue down", func(t *testing.T) {
+		// kubernetes#131185
+		q := backoff.NewQueue[int]()
+		ctx, cancel := context.WithCancel(context.Background())
+		errs := make(chan error, 1)
+		go func() {
+			_, err := q.GetContext(ctx)
+			errs <- err
+		}()
+		cancel()
+		assert.ErrorIs(t, receive(t, errs), context.Canceled)
+		assert.False(t, q.ShuttingDown())
+		q.Add(2)
+		item, shutdown := q.Get()
+		assert.Equal(t, 2, item)
+		assert.False(t, shutdown)
+	})
+	t.Run("shutdown", func(t *testing.T) {
+		q := backoff.NewQueue[int]()
+		q.Add(1)
+		q.ShutDown()
+		item, err := q.GetContext(context.Background())
+		require.NoError(t, err, "queued items are still handed out")
+		assert.Equal(t, 1, item)
+		_, err = q.GetContext(context.Background())
+		assert.ErrorIs(t, err, backoff.ErrQueueShutDown)
+	})
+	t.Run("blocked call sees shutdown", func(t *testing.T) {
+		q := backoff.NewQueue[int]()
+		errs := make(chan error, 1)
+		go func() {
+			_, err := q.GetContext(context.Background())
+			errs <- err
+		}()
+		q.ShutDown()
+		assert.ErrorIs(t, receive(t, errs), backoff.ErrQueueShutDown)
+	})
+}
+
+// TestQueueCancelledGetterPassesWakeupOn: a getter whose context ends while
+// an item arrives must not swallow the wake-up meant for another getter.
+func TestQueueCancelledGetterPassesWakeupOn(t *testing.T) {
+	for range 50 {
+		q := backoff.NewQueue[int]()
+		ctx, cancel := context.WithCancel(context.Background())
+		errs := make(chan error, 1)
+		go func() {
+			_, err := q.GetContext(ctx)
+			errs <- err
+		}()
+		plain := getAsync[int](q)
+		go cancel()
+		q.Add(1)
+		// Whichever way the race goes, the item reaches a getter: the plain
+		// one, or the cancellable one if it took it before its cancel.
+		select {
+		case r := <-plain:
+			assert.Equal(t, 1, r.item)
+			receive(t, errs)
+		case err := <-errs:
+			if err == nil {
+				q.ShutDown() // the cancellable getter took the item
+			}
+			r := receive(t, plain)
+			if err != nil {
+				assert.Equal(t, 1, r.item, "the wake-up was passed on")
+			}
+		}
+		q.ShutDown()
+	}
+}
+
+func TestQueueConstructorsAndOptionsPanicOnBadInput(t *testing.T) {
+	assert.PanicsWithValue(t, "backoff: NewRateLimitingQueue: limiter must not be nil", func() {
+		backoff.NewRateLimitingQueue[int](nil)
+	})
+	assert.PanicsWithValue(t, "backoff: WithLogger: logger must not be nil", func() { backoff.WithLogger(nil) })
+	assert.PanicsWithValue(t, "backoff: WithMetrics: metrics must not be nil", func() { backoff.WithMetrics(nil) })
+}

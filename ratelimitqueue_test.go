@@ -1,0 +1,124 @@
+package backoff_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/retrykit/backoff"
+)
+
+func newRateLimitingQueue(t *testing.T) (*backoff.RateLimitingQueue[string], *qLimiter[string], *testingclock.FakeClock) {
+	t.Helper()
+	fc := newQueueClock()
+	l := newQLimiter[string](qExponential(time.Second))
+	q := backoff.NewRateLimitingQueue[string](l, backoff.WithClock(fc))
+	t.Cleanup(q.ShutDown)
+	return q, l, fc
+}
+
+func TestRateLimitingQueueAddRateLimitedWaitsForWhen(t *testing.T) {
+	q, l, fc := newRateLimitingQueue(t)
+	q.Add("a")
+	for n, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
+		item, _ := q.Get()
+		q.AddRateLimited(item)
+		q.Done(item)
+		assert.Equal(t, n+1, q.NumRequeues("a"))
+		fc.Step(want - 1)
+		assert.Equal(t, 0, q.Len(), "attempt %d: 1ns early", n)
+		fc.Step(1)
+		assert.Equal(t, 1, q.Len(), "attempt %d", n)
+	}
+	q.Forget("a")
+	assert.Equal(t, 0, q.NumRequeues("a"))
+	item, _ := q.Get()
+	q.AddRateLimited(item)
+	q.Done(item)
+	fc.Step(time.Second)
+	assert.Equal(t, 1, q.Len(), "after Forget, the first delay again")
+	assert.Equal(t, 4, l.Whens())
+}
+
+// TestRateLimitingQueueAddRateLimitedOfPendingItem covers kubernetes#104554:
+// client-go calls When for every AddRateLimited, so re-adds of items that are
+// already queued spend bucket tokens and failure counts.
+func TestRateLimitingQueueAddRateLimitedOfPendingItem(t *testing.T) {
+	tests := []struct {
+		name      string
+		setup     func(q *backoff.RateLimitingQueue[string])
+		wantWhens int
+	}{
+		{"idle item: When is called", func(q *backoff.RateLimitingQueue[string]) {}, 1},
+		{"queued", func(q *backoff.RateLimitingQueue[string]) { q.Add("a") }, 0},
+		{"waiting", func(q *backoff.RateLimitingQueue[string]) { q.AddAfter("a", time.Hour) }, 0},
+		{"processing: the worker's requeue calls When", func(q *backoff.RateLimitingQueue[string]) {
+			q.Add("a")
+			q.Get()
+		}, 1},
+		{"processing and queued again", func(q *backoff.RateLimitingQueue[string]) {
+			q.Add("a")
+			q.Get()
+			q.Add("a")
+		}, 0},
+		{"shut down", func(q *backoff.RateLimitingQueue[string]) { q.ShutDown() }, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q, l, _ := newRateLimitingQueue(t)
+			tt.setup(q)
+			for range 100 {
+				q.AddRateLimited("a")
+			}
+			assert.Equal(t, tt.wantWhens, l.Whens(), "When calls for 100 AddRateLimited")
+			assert.Equal(t, tt.wantWhens, q.NumRequeues("a"))
+		})
+	}
+}
+
+func TestRateLimitingQueueAddRateLimitedKeepsPendingRunTime(t *testing.T) {
+	q, _, fc := newRateLimitingQueue(t)
+	q.AddRateLimited("a") // waits 1s
+	fc.Step(500 * time.Millisecond)
+	q.AddRateLimited("a") // pending: no new delay, and not a later one
+	fc.Step(500 * time.Millisecond)
+	assert.Equal(t, 1, q.Len())
+	assert.Equal(t, 1, q.NumRequeues("a"))
+}
+
+func TestRateLimitingQueueDueItemCountsAsQueued(t *testing.T) {
+	q, l, fc := newRateLimitingQueue(t)
+	q.AddAfter("a", time.Second)
+	fc.Step(time.Second) // a is due; the timer goroutine may not have run
+	q.AddRateLimited("a")
+	assert.Equal(t, 0, l.Whens())
+	assert.Equal(t, 1, q.Len())
+}
+
+// TestRateLimitingQueueSeed003Series: seed 003's item-exponential series
+// (5 ms·2^n, capped at 1000 s) through the queue, exact to the nanosecond.
+func TestRateLimitingQueueSeed003Series(t *testing.T) {
+	fc := newQueueClock()
+	l := newQLimiter[string](func(n int) time.Duration {
+		return min(5*time.Millisecond<<min(n, 30), 1000*time.Second)
+	})
+	q := backoff.NewRateLimitingQueue[string](l, backoff.WithClock(fc))
+	defer q.ShutDown()
+	q.Add("x")
+	for n := 0; n < 22; n++ {
+		item, _ := q.Get()
+		q.AddRateLimited(item)
+		q.Done(item)
+		want := min(5*time.Millisecond<<n, 1000*time.Second)
+		at, ok := q.NextReadyAt()
+		require.True(t, ok)
+		require.Equal(t, want, at.Sub(fc.Now()), "failure %d", n+1)
+		fc.Step(want - 1)
+		require.Equal(t, 0, q.Len(), "failure %d: 1ns early", n+1)
+		fc.Step(1)
+		require.Equal(t, 1, q.Len(), "failure %d", n+1)
+	}
+}

@@ -1,0 +1,184 @@
+package backoff
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+)
+
+// Result is what a handler run by [RunWorkers] asks for, besides its error:
+// whether and when to process the item again. The zero Result means done.
+// It is controller-runtime's reconcile.Result.
+type Result struct {
+	// Requeue asks for the item to be processed again after the queue's
+	// rate-limited delay (AddRateLimited), as after a failure, but without
+	// logging one.
+	Requeue bool
+	// RequeueAfter, if positive, asks for the item to be processed again
+	// after exactly this delay (Forget, then AddAfter), whatever its failure
+	// count; it takes precedence over Requeue. Zero or negative means no
+	// timed requeue.
+	RequeueAfter time.Duration
+}
+
+// errHandlerExited is the failure recorded for an item whose handler called
+// runtime.Goexit (t.FailNow in a test, say) instead of returning.
+var errHandlerExited = errors.New("backoff: handler called runtime.Goexit")
+
+// handlerPanic is the failure recorded for an item whose handler panicked.
+type handlerPanic struct {
+	value any
+	stack []byte
+}
+
+func (p *handlerPanic) Error() string { return fmt.Sprintf("backoff: handler panicked: %v", p.value) }
+
+// RunWorkers runs workers goroutines that take items from q and pass them to
+// handle, until ctx is done or q is shut down, and returns once every worker
+// has returned. Each worker applies controller-runtime's rules to what handle
+// returns (seed 003):
+//
+//   - an error: AddRateLimited(item), and the error is logged;
+//   - an error marked with [Permanent]: Forget(item), not requeued, logged;
+//   - no error and a positive Result.RequeueAfter: Forget(item), then
+//     AddAfter(item, RequeueAfter);
+//   - no error and Result.Requeue: AddRateLimited(item);
+//   - no error otherwise: Forget(item);
+//
+// and then always Done(item). A panic in handle, or a runtime.Goexit, is an
+// error for that item: it is logged with its stack and the item is requeued
+// with AddRateLimited. The worker survives, so the pool keeps its size. An
+// error returned because ctx ended (context.Canceled, DeadlineExceeded) is
+// not logged. Logs go to the queue's logger ([WithLogger], default
+// slog.Default()), with the queue's name ([WithName]).
+//
+// handle receives ctx. Items of q are processed one at a time, never by two
+// workers at once (the queue guarantees it); different items concurrently.
+//
+// When ctx ends, RunWorkers shuts q down. Each worker finishes the item it
+// holds and takes no other; RunWorkers returns when all have. Items still
+// queued stay in q, and Get hands them out; items waiting for a delay are
+// returned by TakeWaiting. If instead q is shut down by someone else,
+// workers process every queued item first (ShutDownWithDrain waits for
+// exactly that), then RunWorkers returns.
+//
+// RunWorkers panics if workers < 1, or if q or handle is nil.
+func RunWorkers[T comparable](ctx context.Context, q *RateLimitingQueue[T], workers int, handle func(ctx context.Context, item T) (Result, error)) {
+	if workers < 1 {
+		badArgument("RunWorkers", "workers must be at least 1", workers)
+	}
+	if q == nil || handle == nil {
+		panic("backoff: RunWorkers: queue and handler must not be nil")
+	}
+	p := &workerPool[T]{ctx: ctx, q: q, handle: handle, allDone: make(chan struct{})}
+	p.live.Store(int64(workers))
+	for i := 0; i < workers; i++ {
+		go p.run()
+	}
+	select {
+	case <-ctx.Done():
+		q.ShutDown()
+		<-p.allDone
+	case <-p.allDone:
+	}
+}
+
+// workerPool is the state that the workers of one RunWorkers call share.
+type workerPool[T comparable] struct {
+	ctx     context.Context
+	q       *RateLimitingQueue[T]
+	handle  func(ctx context.Context, item T) (Result, error)
+	live    atomic.Int64  // workers that have not returned
+	allDone chan struct{} // closed by the last worker to return
+}
+
+// run is one worker: it processes items until GetContext fails.
+func (p *workerPool[T]) run() {
+	returned := false
+	defer func() {
+		if !returned {
+			// handle called runtime.Goexit, which cannot be stopped: this
+			// goroutine ends, so start its replacement.
+			go p.run()
+			return
+		}
+		if p.live.Add(-1) == 0 {
+			close(p.allDone)
+		}
+	}()
+	for {
+		item, err := p.q.GetContext(p.ctx)
+		if err != nil {
+			returned = true
+			return
+		}
+		p.process(item)
+	}
+}
+
+// process runs handle on item and settles the outcome, however handle ends.
+func (p *workerPool[T]) process(item T) {
+	var res Result
+	var err error
+	returned := false
+	defer func() {
+		if !returned {
+			if v := recover(); v != nil {
+				err = &handlerPanic{value: v, stack: debug.Stack()}
+			} else {
+				err = errHandlerExited
+			}
+		}
+		p.settle(item, res, err)
+	}()
+	res, err = p.handle(p.ctx, item)
+	returned = true
+}
+
+// settle applies the requeue rules to the outcome of one run, then calls
+// Done.
+func (p *workerPool[T]) settle(item T, res Result, err error) {
+	q := p.q
+	defer q.Done(item)
+	var hp *handlerPanic
+	switch {
+	case errors.As(err, &hp):
+		q.AddRateLimited(item)
+		p.logFailure("backoff: handler panicked; item requeued with backoff", item, err,
+			slog.Int("requeues", q.NumRequeues(item)), slog.String("stack", string(hp.stack)))
+	case IsPermanent(err):
+		q.Forget(item)
+		p.logFailure("backoff: item failed permanently; not requeued", item, err)
+	case err != nil:
+		q.AddRateLimited(item)
+		if p.ctx.Err() == nil || !(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+			p.logFailure("backoff: item failed; requeued with backoff", item, err,
+				slog.Int("requeues", q.NumRequeues(item)))
+		}
+	case res.RequeueAfter > 0:
+		q.Forget(item)
+		q.AddAfter(item, res.RequeueAfter)
+	case res.Requeue:
+		q.AddRateLimited(item)
+	default:
+		q.Forget(item)
+	}
+}
+
+// logFailure logs the failure of item at error level.
+func (p *workerPool[T]) logFailure(msg string, item T, err error, attrs ...slog.Attr) {
+	l := p.q.logger
+	if l == nil {
+		l = slog.Default()
+	}
+	all := make([]slog.Attr, 0, 3+len(attrs))
+	if p.q.name != "" {
+		all = append(all, slog.String("queue", p.q.name))
+	}
+	all = append(all, slog.Any("item", item), slog.Any("error", err))
+	l.LogAttrs(p.ctx, slog.LevelError, msg, append(all, attrs...)...)
+}

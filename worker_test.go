@@ -1,0 +1,225 @@
+package backoff_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/retrykit/backoff"
+)
+
+// syncBuffer is a bytes.Buffer for a logger that workers write concurrently.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// logLines returns the lines of log that mention item.
+func logLines(log, item string) []string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, "item="+item+" ") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func TestRunWorkersAppliesResultRules(t *testing.T) {
+	fc := newQueueClock()
+	l := newQLimiter[string](func(int) time.Duration { return time.Minute })
+	var logs syncBuffer
+	q := backoff.NewRateLimitingQueue[string](l, backoff.WithClock(fc), backoff.WithName("pods"),
+		backoff.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	for _, item := range []string{"ok", "perm", "after"} {
+		l.When(item) // a failure count that Forget must clear
+	}
+	items := []string{"ok", "err", "perm", "after", "requeue", "both", "negative", "panic", "exit", "end"}
+	for _, item := range items {
+		q.Add(item)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var seen []string
+	handle := func(hctx context.Context, item string) (backoff.Result, error) {
+		require.Equal(t, ctx, hctx)
+		seen = append(seen, item) // one worker: no race
+		switch item {
+		case "err":
+			return backoff.Result{}, errors.New("transient")
+		case "perm":
+			return backoff.Result{}, backoff.Permanent(errors.New("bad spec"))
+		case "after":
+			return backoff.Result{RequeueAfter: time.Hour}, nil
+		case "requeue":
+			return backoff.Result{Requeue: true}, nil
+		case "both":
+			return backoff.Result{Requeue: true, RequeueAfter: 2 * time.Hour}, nil
+		case "negative":
+			return backoff.Result{RequeueAfter: -time.Hour}, nil
+		case "panic":
+			panic("boom")
+		case "exit":
+			runtime.Goexit()
+		case "end":
+			cancel() // every earlier item has been settled: there is one worker
+		}
+		return backoff.Result{}, nil
+	}
+	done := make(chan struct{})
+	go func() {
+		backoff.RunWorkers(ctx, q, 1, handle)
+		close(done)
+	}()
+	receive(t, done)
+
+	assert.Equal(t, items, seen, "the worker survived the panic and the Goexit")
+	assert.True(t, q.ShuttingDown(), "RunWorkers shuts the queue down when ctx ends")
+	requeues := map[string]int{}
+	for _, item := range items {
+		requeues[item] = q.NumRequeues(item)
+	}
+	assert.Equal(t, map[string]int{"ok": 0, "err": 1, "perm": 0, "after": 0, "requeue": 1, "both": 0,
+		"negative": 0, "panic": 1, "exit": 1, "end": 0}, requeues)
+	assert.Equal(t, []backoff.WaitingItem[string]{
+		{Item: "err", ReadyAt: epoch.Add(time.Minute)},
+		{Item: "requeue", ReadyAt: epoch.Add(time.Minute)},
+		{Item: "panic", ReadyAt: epoch.Add(time.Minute)},
+		{Item: "exit", ReadyAt: epoch.Add(time.Minute)},
+		{Item: "after", ReadyAt: epoch.Add(time.Hour)},
+		{Item: "both", ReadyAt: epoch.Add(2 * time.Hour)},
+	}, q.TakeWaiting())
+
+	log := logs.String()
+	for _, item := range []string{"ok", "after", "requeue", "both", "negative", "end"} {
+		assert.Empty(t, logLines(log, item), "%s is not a failure", item)
+	}
+	for item, want := range map[string]string{
+		"err":   `msg="backoff: item failed; requeued with backoff" queue=pods item=err error=transient requeues=1`,
+		"perm":  `msg="backoff: item failed permanently; not requeued" queue=pods item=perm error="bad spec"`,
+		"panic": `msg="backoff: handler panicked; item requeued with backoff" queue=pods item=panic error="backoff: handler panicked: boom" requeues=1 stack=`,
+		"exit":  `msg="backoff: item failed; requeued with backoff" queue=pods item=exit error="backoff: handler called runtime.Goexit" requeues=1`,
+	} {
+		lines := logLines(log, item)
+		if assert.Len(t, lines, 1, item) {
+			assert.Contains(t, lines[0], "level=ERROR "+want)
+		}
+	}
+	assert.Contains(t, log, "worker_test.go", "the panic's stack")
+}
+
+// TestRunWorkersKeepsPoolSize: after panics and Goexits, as many items as
+// there are workers are still processed at once.
+func TestRunWorkersKeepsPoolSize(t *testing.T) {
+	const workers = 3
+	q := backoff.NewRateLimitingQueue[string](newQLimiter[string](func(int) time.Duration { return time.Hour }),
+		backoff.WithClock(newQueueClock()), backoff.WithLogger(slog.New(slog.NewTextHandler(&syncBuffer{}, nil))))
+	for _, item := range []string{"panic1", "exit1", "panic2", "exit2", "b1", "b2", "b3"} {
+		q.Add(item)
+	}
+	var inside sync.WaitGroup
+	inside.Add(workers)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		backoff.RunWorkers(ctx, q, workers, func(_ context.Context, item string) (backoff.Result, error) {
+			switch {
+			case strings.HasPrefix(item, "panic"):
+				panic(item)
+			case strings.HasPrefix(item, "exit"):
+				runtime.Goexit()
+			}
+			inside.Done()
+			inside.Wait() // only returns once all three workers are here
+			return backoff.Result{}, nil
+		})
+		close(done)
+	}()
+	waited := make(chan struct{})
+	go func() {
+		inside.Wait()
+		close(waited)
+	}()
+	receive(t, waited)
+	cancel()
+	receive(t, done)
+}
+
+func TestRunWorkersStopsOnCancelLeavingQueuedItems(t *testing.T) {
+	var logs syncBuffer
+	q := backoff.NewRateLimitingQueue[string](newQLimiter[string](func(int) time.Duration { return time.Hour }),
+		backoff.WithClock(newQueueClock()), backoff.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	q.Add("a")
+	started := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		backoff.RunWorkers(ctx, q, 1, func(ctx context.Context, item string) (backoff.Result, error) {
+			close(started)
+			<-ctx.Done()
+			return backoff.Result{}, ctx.Err()
+		})
+		close(done)
+	}()
+	receive(t, started)
+	q.Add("b")
+	cancel()
+	receive(t, done)
+
+	assert.True(t, q.ShuttingDown())
+	assert.Equal(t, []string{"b"}, getReady[string](t, q), "b stays queued: the worker took nothing after ctx ended")
+	assert.NotContains(t, logs.String(), "item=a", "an error caused by the cancellation is not logged")
+}
+
+func TestRunWorkersReturnsWhenQueueShutsDown(t *testing.T) {
+	q := backoff.NewRateLimitingQueue[int](newQLimiter[int](func(int) time.Duration { return 0 }),
+		backoff.WithClock(newQueueClock()))
+	for i := range 10 {
+		q.Add(i)
+	}
+	q.ShutDown()
+	var mu sync.Mutex
+	var seen []int
+	backoff.RunWorkers(context.Background(), q, 3, func(_ context.Context, item int) (backoff.Result, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, item)
+		return backoff.Result{}, nil
+	})
+	assert.ElementsMatch(t, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, seen, "queued items are processed first")
+}
+
+func TestRunWorkersPanicsOnBadArguments(t *testing.T) {
+	q := backoff.NewRateLimitingQueue[int](newQLimiter[int](qExponential(time.Second)))
+	handle := func(context.Context, int) (backoff.Result, error) { return backoff.Result{}, nil }
+	assert.PanicsWithValue(t, "backoff: RunWorkers: workers must be at least 1, got 0", func() {
+		backoff.RunWorkers(context.Background(), q, 0, handle)
+	})
+	assert.PanicsWithValue(t, "backoff: RunWorkers: queue and handler must not be nil", func() {
+		backoff.RunWorkers(context.Background(), q, 1, nil)
+	})
+	assert.PanicsWithValue(t, "backoff: RunWorkers: queue and handler must not be nil", func() {
+		backoff.RunWorkers[int](context.Background(), nil, 1, handle)
+	})
+}
