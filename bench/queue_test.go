@@ -1,0 +1,393 @@
+package bench
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// farDelays are deterministic pseudo-random delays between 1 h and 2 h: far
+// enough that nothing fires during a benchmark, spread so that each AddAfter
+// lands at a random place in the heap rather than always at its end.
+var farDelays = func() []time.Duration {
+	r := rand.New(rand.NewPCG(1, 2))
+	ds := make([]time.Duration, 1<<16)
+	for i := range ds {
+		ds[i] = time.Hour + time.Duration(r.Int64N(int64(time.Hour)))
+	}
+	return ds
+}()
+
+const farMask = 1<<16 - 1
+
+// sentinel is the item absorb adds; every other item is non-negative.
+const sentinel = -1
+
+// absorb returns once q has absorbed every AddAfter made before it: it adds
+// sentinel with a 1 ns delay and waits in Get until the sentinel comes out.
+// client-go's delaying queue feeds its heap from a FIFO channel and
+// controller-runtime's priority queue from an append-only buffer, so the
+// sentinel comes out only after everything queued before it has been
+// inserted. See the package comment.
+func absorb(b testing.TB, q queue) {
+	b.Helper()
+	q.AddAfter(sentinel, time.Nanosecond)
+	for {
+		item, shutdown := q.Get()
+		if shutdown {
+			b.Fatal("queue shut down before the sentinel came out")
+		}
+		q.Done(item)
+		if item == sentinel {
+			return
+		}
+	}
+}
+
+// fillFar adds items from..to-1, each waiting 1–2 h.
+func fillFar(q queue, from, to int) {
+	for i := from; i < to; i++ {
+		q.AddAfter(i, farDelays[i&farMask])
+	}
+}
+
+// liveHeap returns the bytes of live heap objects after a full collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// shutDownAndSettle shuts q down and waits (outside any timed region) until
+// what it held is garbage and collected, so that it does not count in the
+// next measurement: until the goroutines it ran have exited (goroutines is
+// the count before q was built) and the live heap is back to within 1 MiB of
+// heapBefore (the live heap before q was built). The second condition is not
+// only for the goroutines of client-go and controller-runtime: a stopped
+// time.AfterFunc timer stays in the Go runtime's timer heap until the runtime
+// lazily deletes it, and its callback keeps the queue reachable until then.
+func shutDownAndSettle(q queue, goroutines int, heapBefore uint64) {
+	q.ShutDown()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if runtime.NumGoroutine() <= goroutines && liveHeap() <= heapBefore+1<<20 {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// BenchmarkQueueAddGetDone measures the hot path of every controller: an item
+// added, handed to a worker, and marked done. mode=serial does all three on
+// one goroutine; mode=2p2w runs 2 producers adding distinct items and 2
+// workers draining them, and reports throughput in items/s (ns/op is then per
+// item).
+func BenchmarkQueueAddGetDone(b *testing.B) {
+	forEach(b, queueImpls, func(b *testing.B, mk func() queue) {
+		b.Run("mode=serial", func(b *testing.B) {
+			b.ReportAllocs()
+			q := mk()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				q.Add(i)
+				item, _ := q.Get()
+				q.Done(item)
+			}
+			b.StopTimer()
+			q.ShutDown()
+		})
+		b.Run("mode=2p2w", func(b *testing.B) {
+			b.ReportAllocs()
+			q := mk()
+			n := int64(b.N)
+			var processed atomic.Int64
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			start := time.Now()
+			for w := 0; w < 2; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						item, shutdown := q.Get()
+						if shutdown {
+							return
+						}
+						q.Done(item)
+						if processed.Add(1) == n {
+							q.ShutDown() // releases the other worker
+						}
+					}
+				}()
+			}
+			for p := 0; p < 2; p++ {
+				wg.Add(1)
+				go func(first int) {
+					defer wg.Done()
+					for i := first; i < b.N; i += 2 {
+						q.Add(i)
+					}
+				}(p)
+			}
+			wg.Wait()
+			elapsed := time.Since(start)
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "items/s")
+		})
+	})
+}
+
+// BenchmarkAddAfter measures AddAfter of distinct items 1–2 h in the future
+// (nothing fires), per call, including the time an asynchronous queue takes
+// to absorb them (absorb).
+func BenchmarkAddAfter(b *testing.B) {
+	forEach(b, queueImpls, func(b *testing.B, mk func() queue) {
+		b.ReportAllocs()
+		q := mk()
+		b.ResetTimer()
+		fillFar(q, 0, b.N)
+		absorb(b, q)
+		b.StopTimer()
+		q.ShutDown()
+	})
+}
+
+// waitingHeapItems is how many items BenchmarkWaitingHeap holds.
+const waitingHeapItems = 1_000_000
+
+// BenchmarkWaitingHeap measures the live heap per waiting item with 1,000,000
+// int items waiting 1–2 h (B/item: runtime.ReadMemStats after a full GC, the
+// queue's whole footprint divided by the item count). One op builds such a
+// queue from empty, so ns/op is the time to fill it; run it with
+// -benchtime=1x.
+func BenchmarkWaitingHeap(b *testing.B) {
+	forEach(b, queueImpls, func(b *testing.B, mk func() queue) {
+		b.ReportAllocs()
+		var bytes uint64
+		for op := 0; op < b.N; op++ {
+			b.StopTimer()
+			g0 := runtime.NumGoroutine()
+			before := liveHeap()
+			b.StartTimer()
+			q := mk()
+			fillFar(q, 0, waitingHeapItems)
+			absorb(b, q)
+			b.StopTimer()
+			bytes += liveHeap() - before
+			runtime.KeepAlive(q)
+			shutDownAndSettle(q, g0, before)
+			b.StartTimer()
+		}
+		b.ReportMetric(float64(bytes)/float64(b.N*waitingHeapItems), "B/item")
+	})
+}
+
+// growthSizes are the waiting-item counts of BenchmarkGrowth.
+var growthSizes = []int{10_000, 100_000, 1_000_000, 10_000_000}
+
+// growthState is a queue filled to n waiting items, kept between the calls
+// the testing package makes of one sub-benchmark (b.N = 1, then the real
+// b.N), so that a 10M-item fill happens once per sub-benchmark, not per call.
+type growthState struct {
+	name         string // b.Name() of the sub-benchmark that owns it
+	q            queue
+	g0           int    // goroutines before q was built
+	heap0        uint64 // live heap before q was built
+	n            int    // items it was filled with
+	next         int    // next distinct item to add
+	sinceFill    int    // AddAfter calls since the fill
+	bytesPerItem float64
+}
+
+var growth *growthState
+
+func releaseGrowth() {
+	if growth != nil {
+		shutDownAndSettle(growth.q, growth.g0, growth.heap0)
+		growth = nil
+	}
+}
+
+// refill replaces the state's queue by a fresh one holding n waiting items
+// and records its heap bytes per item.
+func (g *growthState) refill(b *testing.B, mk func() queue) {
+	if g.q != nil {
+		shutDownAndSettle(g.q, g.g0, g.heap0)
+		g.q = nil
+	}
+	g.g0 = runtime.NumGoroutine()
+	g.heap0 = liveHeap()
+	g.q = mk()
+	fillFar(g.q, 0, g.n)
+	absorb(b, g.q)
+	g.bytesPerItem = float64(liveHeap()-g.heap0) / float64(g.n)
+	g.next, g.sinceFill = g.n, 0
+}
+
+// BenchmarkGrowth measures AddAfter (ns/op) into a queue that already holds n
+// items waiting 1–2 h, and the live heap per waiting item at n (B/item), for
+// n = 10k, 100k, 1M and 10M: O(log n) time, flat memory. The queue is
+// refilled (untimed) after every n/4 timed adds, so its size stays within
+// [n, 1.25n]. run.sh runs it with a fixed -benchtime=Nx. -short skips 10M.
+func BenchmarkGrowth(b *testing.B) {
+	defer releaseGrowth()
+	forEach(b, queueImpls, func(b *testing.B, mk func() queue) {
+		for _, n := range growthSizes {
+			b.Run("n="+count(n), func(b *testing.B) {
+				if n > 1_000_000 && testing.Short() {
+					b.Skip("10M waiting items take minutes to fill; skipped with -short")
+				}
+				b.ReportAllocs()
+				b.StopTimer()
+				if growth == nil || growth.name != b.Name() {
+					releaseGrowth()
+					growth = &growthState{name: b.Name(), n: n}
+					growth.refill(b, mk)
+				}
+				g := growth
+				chunk := max(n/4, 1)
+				b.StartTimer()
+				for i := 0; i < b.N; i++ {
+					if g.sinceFill == chunk {
+						b.StopTimer()
+						g.refill(b, mk)
+						b.StartTimer()
+					}
+					g.q.AddAfter(g.next, farDelays[g.next&farMask])
+					g.next++
+					g.sinceFill++
+				}
+				absorb(b, g.q)
+				b.StopTimer()
+				b.ReportMetric(g.bytesPerItem, "B/item")
+			})
+		}
+	})
+}
+
+// BenchmarkLateness measures how late Get hands out items, on the real clock:
+// one op adds 1,000 items 1 ms apart, each with a 10 ms delay, while one
+// worker blocks in Get. Lateness is the time Get returned minus (time of the
+// AddAfter call + 10 ms); p50, p99 and max over all items of all ops are
+// reported in µs (units p50-us, p99-us, max-us). impl=timer is the floor: a bare time.AfterFunc whose
+// callback hands the item to the worker over a channel. Run with
+// -benchtime=1x (one op takes about a second).
+func BenchmarkLateness(b *testing.B) {
+	const (
+		items = 1000
+		gap   = time.Millisecond
+		delay = 10 * time.Millisecond
+	)
+	impls := append(slices.Clip(latenessImplsOnly), queueImpls...)
+	forEach(b, impls, func(b *testing.B, mk func() queue) {
+		b.ReportAllocs()
+		late := make([]time.Duration, 0, b.N*items)
+		for op := 0; op < b.N; op++ {
+			// Start each op with no garbage left by earlier benchmarks, so
+			// that a collection does not land in the middle of the pattern.
+			b.StopTimer()
+			runtime.GC()
+			b.StartTimer()
+			q := mk()
+			due := make([]time.Time, items)
+			got := make([]time.Time, items)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for k := 0; k < items; k++ {
+					item, shutdown := q.Get()
+					if shutdown {
+						return
+					}
+					got[item] = time.Now()
+					q.Done(item)
+				}
+			}()
+			start := time.Now()
+			for i := 0; i < items; i++ {
+				if d := time.Until(start.Add(time.Duration(i) * gap)); d > 0 {
+					time.Sleep(d)
+				}
+				due[i] = time.Now().Add(delay)
+				q.AddAfter(i, delay)
+			}
+			<-done
+			q.ShutDown()
+			for i := range due {
+				late = append(late, got[i].Sub(due[i]))
+			}
+		}
+		b.StopTimer()
+		slices.Sort(late)
+		us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+		b.ReportMetric(us(late[len(late)/2]), "p50-us")
+		b.ReportMetric(us(late[len(late)*99/100]), "p99-us")
+		b.ReportMetric(us(late[len(late)-1]), "max-us")
+	})
+}
+
+// cpuTime returns the CPU time (user + system) this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		panic(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkIdle measures what 10,000 queues cost while each holds one item
+// waiting an hour: the goroutines they keep (goroutines, for all 10,000
+// queues) and the CPU the process burns over a real-time window in which
+// nothing is due (cpu-ms/s: process CPU time, from getrusage, per second of
+// wall time; 1000 is one core busy). The benchmark goroutine only sleeps in
+// that window. base-cpu-ms/s is the same measure over an equal window just
+// before the queues are built: what the process burns with no queue at all.
+// Run with -benchtime=1x.
+func BenchmarkIdle(b *testing.B) {
+	const queues = 10_000
+	window := 2 * time.Second
+	if testing.Short() {
+		window = 200 * time.Millisecond
+	}
+	forEach(b, queueImpls, func(b *testing.B, mk func() queue) {
+		b.ReportAllocs()
+		var goroutines int
+		var cpu, base time.Duration
+		for op := 0; op < b.N; op++ {
+			heap0 := liveHeap()
+			g0 := runtime.NumGoroutine()
+			// The same window with no queue: what the process burns anyway.
+			cpu0 := cpuTime()
+			time.Sleep(window)
+			base += cpuTime() - cpu0
+			qs := make([]queue, queues)
+			for i := range qs {
+				qs[i] = mk()
+				qs[i].AddAfter(1, time.Hour)
+			}
+			// Let asynchronous implementations absorb the item and park.
+			time.Sleep(200 * time.Millisecond)
+			runtime.GC()
+			goroutines += runtime.NumGoroutine() - g0
+			cpu0 = cpuTime()
+			time.Sleep(window)
+			cpu += cpuTime() - cpu0
+			for _, q := range qs {
+				q.ShutDown()
+			}
+			shutDownAndSettle(newTimerQueue(), g0, heap0)
+		}
+		b.ReportMetric(float64(goroutines)/float64(b.N), "goroutines")
+		perSecond := func(d time.Duration) float64 {
+			return float64(d) / float64(time.Millisecond) / (window.Seconds() * float64(b.N))
+		}
+		b.ReportMetric(perSecond(cpu), "cpu-ms/s")
+		b.ReportMetric(perSecond(base), "base-cpu-ms/s")
+	})
+}

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Runs every side-by-side benchmark of this module and writes BENCHMARKS.md at
+# the repository root (and the raw results to bench/results.txt).
+#
+#   bench/run.sh                 # 6 rounds
+#   ROUNDS=8 bench/run.sh
+#
+# The test binary is built once. Each round runs every implementation once,
+# one after the other (clientgo, priorityqueue, ..., ours), and each round
+# starts the rotation one implementation later, so that no implementation
+# always runs first or last. On a shared, noisy machine that spreads load
+# bursts over all implementations instead of one; the medians over the rounds
+# are then compared. Knobs (environment):
+#   ROUNDS           rounds, at least 6 (default 6)
+#   MICRO_BENCHTIME  -benchtime of the hot-path benchmarks (default 1s)
+#   GROWTH_OPS       timed AddAfter calls per BenchmarkGrowth size (default 100000x)
+#   LATENESS_OPS     1,000-item patterns per BenchmarkLateness run (default 3x)
+#   EXTRA_FLAGS      more flags for the test binary (e.g. -test.short)
+set -euo pipefail
+cd "$(dirname "$0")"
+
+rounds=${ROUNDS:-6}
+if (( rounds < 6 )); then
+  echo "run.sh: ROUNDS must be at least 6 (got $rounds)" >&2
+  exit 2
+fi
+micro=${MICRO_BENCHTIME:-1s}
+growth_ops=${GROWTH_OPS:-100000x}
+lateness_ops=${LATENESS_OPS:-3x}
+extra=${EXTRA_FLAGS:-}
+
+impls=(clientgo priorityqueue xrate cenkalti apimachinery timer ours)
+# group name; -bench pattern for the benchmark functions, -benchtime
+groups=(
+  "micro;^Benchmark(QueueAddGetDone|AddAfter|BackoffNext|BackoffIsInBackOffSince|ItemExponentialWhen|ControllerLimiterWhenForget|BucketWhen|Retry)\$;$micro"
+  "scenario;^Benchmark(WaitingHeap|Idle)\$;1x"
+  "lateness;^BenchmarkLateness\$;$lateness_ops"
+  "growth;^BenchmarkGrowth\$;$growth_ops"
+)
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+echo "== building the test binary"
+go test -c -o "$work/bench.test" .
+
+raw=results.txt
+: >"$raw"
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+started=$(date -u +%s)
+for ((r = 0; r < rounds; r++)); do
+  for ((i = 0; i < ${#impls[@]}; i++)); do
+    impl=${impls[$(((r + i) % ${#impls[@]}))]}
+    for g in "${groups[@]}"; do
+      IFS=';' read -r name pattern benchtime <<<"$g"
+      echo "== round $((r + 1))/$rounds, $impl, $name" >&2
+      # shellcheck disable=SC2086
+      "$work/bench.test" -test.run='^$' -test.bench="$pattern/^impl=$impl\$" \
+        -test.benchtime="$benchtime" -test.benchmem $extra | grep -v '^PASS$' >>"$raw" || true
+    done
+  done
+done
+elapsed=$(( $(date -u +%s) - started ))
+load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+
+if ! grep -q '^Benchmark' "$raw"; then
+  echo "run.sh: no benchmark results" >&2
+  exit 1
+fi
+if grep -q -- '--- FAIL' "$raw"; then
+  echo "run.sh: a benchmark failed:" >&2
+  grep -A5 -- '--- FAIL' "$raw" >&2
+  exit 1
+fi
+
+echo "== benchstat"
+# One table per benchmark function, ours first so that benchstat's "vs base"
+# column reads "theirs compared with ours".
+for name in $(sed -n 's/^Benchmark\([A-Za-z0-9]*\).*/\1/p' "$raw" | awk '!seen[$0]++'); do
+  go tool benchstat -filter ".name:$name" -col "/impl@(ours ${impls[*]})" "$raw" |
+    grep -v '^\(goos\|goarch\|pkg\|cpu\):' >>"$work/benchstat.txt"
+  echo >>"$work/benchstat.txt"
+done
+
+cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//;s/ *$//')
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [ -n "$(git status --porcelain -- .. 2>/dev/null)" ]; then commit="$commit (with uncommitted changes)"; fi
+how="Built once with \`go test -c\`; ${rounds} rounds; in each round every implementation ran once, one after the other,
+the rotation starting one implementation later each round. Benchtimes: hot paths \`-benchtime=${micro}\`;
+\`WaitingHeap\` and \`Idle\` \`-benchtime=1x\` (one op is a whole scenario); \`Lateness\` \`-benchtime=${lateness_ops}\`
+(patterns of 1,000 items per round, percentiles over all their items); \`Growth\` \`-benchtime=${growth_ops}\`
+(timed AddAfter calls per size; the fill to n items is untimed and done once per sub-benchmark). Extra flags: \`${extra:-none}\`.
+Wall time ${elapsed} s. The machine is shared with other work: load average (1, 5, 15 min) was ${load_start} at the start and
+${load_end} at the end, on $(nproc) cores, so single figures are noisy; compare the ratios, which come from the same rounds."
+
+go run ./cmd/benchreport -raw "$raw" -benchstat "$work/benchstat.txt" -out ../BENCHMARKS.md \
+  -rounds "$rounds" -cores "$(nproc)" -go "$(go env GOVERSION)" -cpu "$cpu" -commit "$commit" \
+  -command "ROUNDS=$rounds MICRO_BENCHTIME=$micro GROWTH_OPS=$growth_ops LATENESS_OPS=$lateness_ops bench/run.sh" -how "$how"
+echo "== wrote BENCHMARKS.md and bench/results.txt"
