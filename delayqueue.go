@@ -73,11 +73,7 @@ func (q *Queue[T]) addAfterLocked(item T, d time.Duration, now int64) {
 		q.addLocked(item, now)
 	} else {
 		at := int64(addDuration(time.Duration(now), d))
-		if i := q.waiting.find(item); i < 0 {
-			q.waiting.push(item, at)
-		} else if at < q.waiting.es[i].at {
-			q.waiting.lower(i, at)
-		}
+		q.waiting.pushOrLower(item, at)
 		q.armLocked(now)
 	}
 	if q.metrics != nil {
@@ -160,13 +156,15 @@ func (q *Queue[T]) promoteLocked(now int64) {
 // time at which due items were last promoted, so that the earliest ready time
 // is after it.
 //
-// The timer is made once and then reused with Stop and Reset. A FakeClock
-// timer that has fired still holds its time in its channel (of capacity 1),
-// and a second firing would block Step forever on the full channel; so after
-// a Stop that finds the timer already fired, the channel is drained before
-// Reset. (The fired callback ran under the FakeClock's lock before Stop could
-// take it, so the value is there to drain. A real AfterFunc timer has no
-// channel; the drain is then a no-op.)
+// The timer is made once and then reused with Reset, which moves a pending
+// timer in one step: a Stop followed by Reset would leave a moment in which a
+// FakeClock reports no waiter for a queue whose items wait. A FakeClock timer
+// that has fired still holds its time in its channel (of capacity 1), and a
+// second firing would block Step forever on the full channel; so when Reset
+// finds the timer already fired, the channel is drained. A Step that fires
+// the re-armed timer before the drain waits for it on the channel and does
+// not hold anything the drain needs, so the order is safe. (A real AfterFunc
+// timer has no channel; the drain is then a no-op.)
 func (q *Queue[T]) armLocked(now int64) {
 	if q.waiting.len() == 0 || q.shuttingDown {
 		if q.armed {
@@ -183,13 +181,12 @@ func (q *Queue[T]) armLocked(now int64) {
 	if q.timer == nil {
 		q.timer = q.clock.AfterFunc(d, q.fire)
 	} else {
-		if !q.timer.Stop() {
+		if !q.timer.Reset(d) {
 			select {
 			case <-q.timer.C():
 			default:
 			}
 		}
-		q.timer.Reset(d)
 	}
 	q.armed, q.armedAt = true, at
 }

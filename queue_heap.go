@@ -27,73 +27,146 @@ func waitBefore[T comparable](a, b *waitEntry[T]) bool {
 // two cache lines. The Go runtime's timer heap makes the same choice.
 const waitArity = 4
 
-// waitShrinkCap is the capacity below which the entry slice is never
-// reallocated to a smaller one: small queues keep their memory, so a queue
-// that oscillates between a few and no waiting items allocates nothing.
-const waitShrinkCap = 1024
+// waitChunkShift sets the size of the chunks that hold the heap's entries:
+// 512 entries, 12 KiB for int items.
+//
+// The entries live in fixed-size chunks rather than one slice so that
+// growing the heap never copies it: appending to a slice of a million
+// entries copies all of them each time its capacity runs out, about four
+// times the final size in all, into freshly faulted memory. Measured on the
+// 2-core VM of BENCHMARKS.md, that copying was 40% of the time of AddAfter
+// into a queue growing to 2M waiting items. A chunk is also the unit in
+// which the heap gives memory back, so it never holds more than one spare
+// chunk beyond what its entries need.
+const waitChunkShift = 9
+
+const (
+	waitChunkLen  = 1 << waitChunkShift
+	waitChunkMask = waitChunkLen - 1
+)
 
 // waitHeap is a min-heap of waiting items ordered by waitBefore, with an
 // index from item to heap position: finding an item is O(1) expected, and
 // pushing, moving an item earlier and removing any item are O(log n).
 //
-// Its memory is the entry slice plus the index. Both shrink when the heap
-// empties, unlike a Go map, which never gives memory back.
+// Its memory is the entry chunks plus the index. Both follow the heap down
+// when it shrinks, unlike a Go map, which never gives memory back.
 type waitHeap[T comparable] struct {
-	es    []waitEntry[T]
-	index waitIndex[T]
-	seq   uint32 // the seq that the next push or lower assigns
+	// chunks hold the entries: position i is chunks[i>>waitChunkShift]
+	// [i&waitChunkMask]. Every chunk is full but the last, which is not
+	// empty; the first grows by append up to waitChunkLen so that a small
+	// heap stays small, the others are allocated at full capacity.
+	chunks [][]waitEntry[T]
+	spare  []waitEntry[T] // an empty full-size chunk kept for the next growth, or nil
+	n      int            // the number of entries
+	index  waitIndex[T]
+	seq    uint32 // the seq that the next push or lower assigns
 }
 
-func (h *waitHeap[T]) len() int { return len(h.es) }
+func (h *waitHeap[T]) len() int { return h.n }
+
+// entry returns the entry at position i < len().
+func (h *waitHeap[T]) entry(i int) *waitEntry[T] {
+	return &h.chunks[i>>waitChunkShift][i&waitChunkMask]
+}
 
 // minAt returns the ready time of the earliest entry. The heap must not be
 // empty.
-func (h *waitHeap[T]) minAt() int64 { return h.es[0].at }
+func (h *waitHeap[T]) minAt() int64 { return h.chunks[0][0].at }
 
 // find returns the heap position of item, or -1 if it does not wait.
 func (h *waitHeap[T]) find(item T) int {
-	if len(h.es) == 0 {
+	if h.n == 0 {
 		return -1
 	}
-	return h.index.find(h.es, item)
+	return h.index.find(h, item)
 }
 
 // push adds item, which must not be in the heap, with ready time at.
 func (h *waitHeap[T]) push(item T, at int64) {
-	h.es = append(h.es, waitEntry[T]{at: at, seq: h.nextSeq(), item: item})
-	i := len(h.es) - 1
-	h.index.insert(h.es, i)
+	_, pr := h.index.lookup(h, item)
+	h.pushProbed(item, at, pr)
+}
+
+// pushOrLower makes item wait until at, or until its current ready time if
+// that is earlier. It is AddAfter's one probe of the index: a new item goes
+// into the free slot where the lookup ended.
+func (h *waitHeap[T]) pushOrLower(item T, at int64) {
+	i, pr := h.index.lookup(h, item)
+	if i < 0 {
+		h.pushProbed(item, at, pr)
+	} else if at < h.entry(i).at {
+		h.lower(i, at)
+	}
+}
+
+// pushProbed adds item, which a lookup missed with probe pr.
+func (h *waitHeap[T]) pushProbed(item T, at int64, pr waitProbe) {
+	c := h.n >> waitChunkShift
+	if c == len(h.chunks) {
+		chunk := h.spare
+		h.spare = nil
+		if chunk == nil && c > 0 {
+			chunk = make([]waitEntry[T], 0, waitChunkLen)
+		}
+		h.chunks = append(h.chunks, chunk)
+	}
+	h.chunks[c] = append(h.chunks[c], waitEntry[T]{at: at, seq: h.nextSeq(), item: item})
+	i := h.n
+	h.n++
+	h.index.insert(h, i, pr)
 	h.up(i)
 }
 
 // lower moves the entry at position i to the earlier ready time at. The
 // entry takes a new seq: among equal ready times it now counts as set last.
 func (h *waitHeap[T]) lower(i int, at int64) {
-	h.es[i].at = at
-	h.es[i].seq = h.nextSeq()
+	e := h.entry(i)
+	e.at = at
+	e.seq = h.nextSeq()
 	h.up(i)
 }
 
 // removeAt removes the entry at position i and returns it.
 func (h *waitHeap[T]) removeAt(i int) waitEntry[T] {
-	e := h.es[i]
-	h.index.remove(h.es, i)
-	last := len(h.es) - 1
+	e := *h.entry(i)
+	h.index.remove(h, i)
+	last := h.n - 1
 	if i != last {
-		h.es[i] = h.es[last]
-		h.index.moved(h.es, i)
+		*h.entry(i) = *h.entry(last)
+		h.index.moved(h, i)
 	}
-	h.es[last] = waitEntry[T]{} // let the item be collected
-	h.es = h.es[:last]
+	h.dropLast()
 	if i != last {
-		if i > 0 && waitBefore(&h.es[i], &h.es[(i-1)/waitArity]) {
+		if i > 0 && waitBefore(h.entry(i), h.entry((i-1)/waitArity)) {
 			h.up(i)
 		} else {
 			h.down(i)
 		}
 	}
-	h.shrink()
+	h.index.shrink(h)
 	return e
+}
+
+// dropLast removes the last entry, which is no longer indexed, and gives
+// back the chunk it emptied (keeping one spare).
+func (h *waitHeap[T]) dropLast() {
+	h.n--
+	c := h.n >> waitChunkShift
+	chunk := h.chunks[c]
+	chunk[len(chunk)-1] = waitEntry[T]{} // let the item be collected
+	chunk = chunk[:len(chunk)-1]
+	h.chunks[c] = chunk
+	if len(chunk) == 0 && c > 0 {
+		h.chunks[c] = nil
+		h.chunks = h.chunks[:c]
+		if h.spare == nil {
+			h.spare = chunk
+		}
+	}
+	if h.n < waitChunkLen/2 {
+		h.spare = nil // back to a small heap: keep only the first chunk
+	}
 }
 
 // popMin removes the earliest entry and returns it. The heap must not be
@@ -104,45 +177,46 @@ func (h *waitHeap[T]) popMin() waitEntry[T] { return h.removeAt(0) }
 // earlier. It moves the entry through a hole instead of swapping, so each
 // level costs one copy.
 func (h *waitHeap[T]) up(i int) {
-	e := h.es[i]
+	e := *h.entry(i)
 	for i > 0 {
 		p := (i - 1) / waitArity
-		if !waitBefore(&e, &h.es[p]) {
+		pe := h.entry(p)
+		if !waitBefore(&e, pe) {
 			break
 		}
-		h.es[i] = h.es[p]
-		h.index.moved(h.es, i)
+		*h.entry(i) = *pe
+		h.index.moved(h, i)
 		i = p
 	}
-	h.es[i] = e
-	h.index.moved(h.es, i)
+	*h.entry(i) = e
+	h.index.moved(h, i)
 }
 
 // down restores the heap order below position i after its entry moved
 // later.
 func (h *waitHeap[T]) down(i int) {
-	n := len(h.es)
-	e := h.es[i]
+	n := h.n
+	e := *h.entry(i)
 	for {
 		c := waitArity*i + 1
 		if c >= n {
 			break
 		}
-		m := c
+		m, me := c, h.entry(c)
 		for k := c + 1; k < c+waitArity && k < n; k++ {
-			if waitBefore(&h.es[k], &h.es[m]) {
-				m = k
+			if ke := h.entry(k); waitBefore(ke, me) {
+				m, me = k, ke
 			}
 		}
-		if !waitBefore(&h.es[m], &e) {
+		if !waitBefore(me, &e) {
 			break
 		}
-		h.es[i] = h.es[m]
-		h.index.moved(h.es, i)
+		*h.entry(i) = *me
+		h.index.moved(h, i)
 		i = m
 	}
-	h.es[i] = e
-	h.index.moved(h.es, i)
+	*h.entry(i) = e
+	h.index.moved(h, i)
 }
 
 // nextSeq returns a fresh seq. When the counter is about to wrap (after 2^32
@@ -159,25 +233,13 @@ func (h *waitHeap[T]) nextSeq() uint32 {
 }
 
 func (h *waitHeap[T]) renumber() {
-	order := make([]int, len(h.es))
+	order := make([]int, h.n)
 	for i := range order {
 		order[i] = i
 	}
-	sort.Slice(order, func(a, b int) bool { return h.es[order[a]].seq < h.es[order[b]].seq })
+	sort.Slice(order, func(a, b int) bool { return h.entry(order[a]).seq < h.entry(order[b]).seq })
 	for n, i := range order {
-		h.es[i].seq = uint32(n)
+		h.entry(i).seq = uint32(n)
 	}
 	h.seq = uint32(len(order))
-}
-
-// shrink gives memory back once the heap holds under a quarter of its
-// capacity, so that a burst of a million waiting items does not pin their
-// memory for the life of the queue.
-func (h *waitHeap[T]) shrink() {
-	if c := cap(h.es); c > waitShrinkCap && len(h.es) < c/4 {
-		es := make([]waitEntry[T], len(h.es), c/2)
-		copy(es, h.es)
-		h.es = es
-	}
-	h.index.shrink(h.es)
 }

@@ -17,18 +17,44 @@ import (
 // entry at its position.
 func checkWaitHeap[T comparable](t testing.TB, h *waitHeap[T]) {
 	t.Helper()
-	for i := 1; i < len(h.es); i++ {
-		if p := (i - 1) / waitArity; waitBefore(&h.es[i], &h.es[p]) {
+	checkWaitChunks(t, h)
+	for i := 1; i < h.len(); i++ {
+		if p := (i - 1) / waitArity; waitBefore(h.entry(i), h.entry(p)) {
 			t.Fatalf("heap property: entry %d (at %d, seq %d) comes before its parent %d (at %d, seq %d)",
-				i, h.es[i].at, h.es[i].seq, p, h.es[p].at, h.es[p].seq)
+				i, h.entry(i).at, h.entry(i).seq, p, h.entry(p).at, h.entry(p).seq)
 		}
 	}
-	for i := range h.es {
-		if got := h.find(h.es[i].item); got != i {
-			t.Fatalf("index: item %v is at %d, find says %d", h.es[i].item, i, got)
+	for i := 0; i < h.len(); i++ {
+		if got := h.find(h.entry(i).item); got != i {
+			t.Fatalf("index: item %v is at %d, find says %d", h.entry(i).item, i, got)
 		}
 	}
 	checkWaitIndex(t, h)
+}
+
+// checkWaitChunks checks the chunk layout: every chunk full but the last,
+// which is not empty, and every chunk but the first allocated at full size.
+func checkWaitChunks[T comparable](t testing.TB, h *waitHeap[T]) {
+	t.Helper()
+	want := (h.n + waitChunkLen - 1) / waitChunkLen
+	if len(h.chunks) != want && !(h.n == 0 && len(h.chunks) == 1) {
+		t.Fatalf("chunks: %d for %d entries", len(h.chunks), h.n)
+	}
+	for c, chunk := range h.chunks {
+		wantLen := min(h.n-c*waitChunkLen, waitChunkLen)
+		if len(chunk) != wantLen || (c > 0 && cap(chunk) != waitChunkLen) {
+			t.Fatalf("chunk %d: len %d cap %d, want len %d", c, len(chunk), cap(chunk), wantLen)
+		}
+	}
+}
+
+// waitEntries returns a copy of h's entries, in heap order.
+func waitEntries[T comparable](h *waitHeap[T]) []waitEntry[T] {
+	var es []waitEntry[T]
+	for _, chunk := range h.chunks {
+		es = append(es, chunk...)
+	}
+	return es
 }
 
 // refEntry is the reference model's view of a waiting item.
@@ -66,7 +92,7 @@ func TestWaitHeapMatchesReference(t *testing.T) {
 					h.push(item, at)
 					ref[item] = refEntry{at, seq}
 					seq++
-				case r < 5 && at < h.es[i].at:
+				case r < 5 && at < h.entry(i).at:
 					h.lower(i, at)
 					ref[item] = refEntry{at, seq}
 					seq++
@@ -102,7 +128,7 @@ func TestWaitHeapStringItems(t *testing.T) {
 	checkWaitHeap(t, &h)
 	i := h.find("ns/pod-500")
 	require.GreaterOrEqual(t, i, 0)
-	assert.Equal(t, "ns/pod-500", h.es[i].item)
+	assert.Equal(t, "ns/pod-500", h.entry(i).item)
 	assert.Equal(t, -1, h.find("ns/pod-1000"))
 	for i := 999; i >= 0; i-- {
 		require.Equal(t, fmt.Sprintf("ns/pod-%d", i), h.popMin().item)
@@ -129,13 +155,14 @@ func TestWaitHeapGivesMemoryBack(t *testing.T) {
 	for i := 0; i < n; i++ {
 		h.push(i, int64(i))
 	}
-	grown := cap(h.es)
+	assert.Equal(t, n/waitChunkLen+1, len(h.chunks))
 	for h.len() > 10 {
 		h.popMin()
 	}
 	checkWaitHeap(t, &h)
-	assert.Less(t, cap(h.es), grown/50, "entry slice shrinks")
-	assert.LessOrEqual(t, cap(h.es), waitShrinkCap)
+	assert.Len(t, h.chunks, 1, "emptied chunks are given back")
+	assert.Nil(t, h.spare, "a small heap keeps no spare chunk")
+	assert.LessOrEqual(t, cap(h.chunks[0]), waitChunkLen)
 	assert.LessOrEqual(t, waitIndexSize(&h), 64, "index shrinks")
 	for h.len() > 0 {
 		h.popMin()
@@ -213,7 +240,7 @@ func FuzzAddAfter(f *testing.F) {
 			}
 			q.mu.Lock()
 			checkWaitHeap(t, &q.waiting)
-			for _, e := range q.waiting.es {
+			for _, e := range waitEntries(&q.waiting) {
 				require.Positive(t, e.at, "ready time of a positive delay")
 			}
 			q.mu.Unlock()
@@ -230,7 +257,7 @@ func FuzzAddAfter(f *testing.F) {
 		require.Equal(t, want, q.Len(), "queued after a step of %d", step)
 		q.mu.Lock()
 		checkWaitHeap(t, &q.waiting)
-		for _, e := range q.waiting.es {
+		for _, e := range waitEntries(&q.waiting) {
 			require.Greater(t, e.at, step, "a due item still waits")
 		}
 		q.mu.Unlock()

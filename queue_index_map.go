@@ -12,30 +12,37 @@ type waitIndex[T comparable] struct {
 	peak int // the most items pos has held since it was made
 }
 
-func (x *waitIndex[T]) find(_ []waitEntry[T], item T) int {
+// waitProbe carries nothing in this build: a map insert hashes again.
+type waitProbe struct{}
+
+func (x *waitIndex[T]) find(_ *waitHeap[T], item T) int {
 	if p, ok := x.pos[item]; ok {
 		return p
 	}
 	return -1
 }
 
-func (x *waitIndex[T]) insert(es []waitEntry[T], pos int) {
+func (x *waitIndex[T]) lookup(h *waitHeap[T], item T) (int, waitProbe) {
+	return x.find(h, item), waitProbe{}
+}
+
+func (x *waitIndex[T]) insert(h *waitHeap[T], pos int, _ waitProbe) {
 	if x.pos == nil {
 		x.pos = make(map[T]int)
 	}
-	x.pos[es[pos].item] = pos
+	x.pos[h.entry(pos).item] = pos
 	x.peak = max(x.peak, len(x.pos))
 }
 
-func (x *waitIndex[T]) moved(es []waitEntry[T], pos int) { x.pos[es[pos].item] = pos }
+func (x *waitIndex[T]) moved(h *waitHeap[T], pos int) { x.pos[h.entry(pos).item] = pos }
 
-func (x *waitIndex[T]) remove(es []waitEntry[T], pos int) { delete(x.pos, es[pos].item) }
+func (x *waitIndex[T]) remove(h *waitHeap[T], pos int) { delete(x.pos, h.entry(pos).item) }
 
 // shrink drops a map that once held many items when the heap empties: a Go
 // map never gives back the memory of its peak size. A small map is kept, so
 // a queue that keeps one item waiting does not allocate a map per wait.
-func (x *waitIndex[T]) shrink(es []waitEntry[T]) {
-	if len(es) == 0 && x.peak > waitShrinkCap {
+func (x *waitIndex[T]) shrink(h *waitHeap[T]) {
+	if h.n == 0 && x.peak > queueKeepSize {
 		x.pos, x.peak = nil, 0
 	}
 }
