@@ -43,10 +43,10 @@ func shardCount() int {
 
 // An entry is the state of one id.
 type entry struct {
-	id         string
-	lastUpdate time.Time     // clock time of the last Next
-	backoff    time.Duration // current delay, in [initial, ceiling]
-	attempts   int           // Next calls since the entry (re)started
+	id       string
+	updated  time.Duration // clock time of the last Next, as an offset from the Backoff's epoch
+	backoff  time.Duration // current delay, in [initial, ceiling]
+	attempts int           // Next calls since the entry (re)started
 }
 
 // shardState is one shard's share of the entries.
@@ -130,7 +130,11 @@ func (s *shardState) moveLocked(from, to, keep int) int {
 // calling Next has just updated, is never removed: with a custom expiry rule
 // it might count as expired at once, and client-go would still report it
 // until the next GC.
-func (s *shardState) sweepLocked(b *Backoff, now time.Time, keep int) {
+func (s *shardState) sweepLocked(b *Backoff, now time.Duration, keep int) {
+	var nowTime time.Time // for a WithExpiry rule only
+	if b.expiry != nil {
+		nowTime = b.epoch.Add(now)
+	}
 	for range sweepSteps {
 		if len(s.entries) == 0 {
 			break
@@ -139,7 +143,7 @@ func (s *shardState) sweepLocked(b *Backoff, now time.Time, keep int) {
 			s.cursor = 0 // start the next round
 		}
 		c := s.cursor
-		if c != keep && b.expired(now, s.entries[c].lastUpdate) {
+		if c != keep && b.expired(nowTime, now, s.entries[c].updated) {
 			keep = s.removeLocked(c, keep)
 		} else {
 			s.cursor++
@@ -151,9 +155,10 @@ func (s *shardState) sweepLocked(b *Backoff, now time.Time, keep int) {
 // collectLocked removes every entry that has expired at now. It walks
 // backwards because removeLocked only moves entries from positions above the
 // gap, which the walk has already inspected.
-func (s *shardState) collectLocked(b *Backoff, now time.Time) {
+func (s *shardState) collectLocked(b *Backoff, now time.Duration) {
+	nowTime := b.epoch.Add(now)
 	for i := len(s.entries) - 1; i >= 0; i-- {
-		if b.expired(now, s.entries[i].lastUpdate) {
+		if b.expired(nowTime, now, s.entries[i].updated) {
 			s.removeLocked(i, -1)
 		}
 	}
