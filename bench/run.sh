@@ -29,10 +29,10 @@ growth_ops=${GROWTH_OPS:-100000x}
 lateness_ops=${LATENESS_OPS:-3x}
 extra=${EXTRA_FLAGS:-}
 
-impls=(clientgo priorityqueue xrate cenkalti apimachinery timer ours)
+impls=(clientgo priorityqueue xrate cenkalti apimachinery timer floor ours)
 # group name; -bench pattern for the benchmark functions, -benchtime
 groups=(
-  "micro;^Benchmark(QueueAddGetDone|AddAfter|BackoffNext|BackoffIsInBackOffSince|ItemExponentialWhen|ControllerLimiterWhenForget|BucketWhen|Retry)\$;$micro"
+  "micro;^Benchmark(QueueAddGetDone|AddAfter|BackoffNext|BackoffIsInBackOffSince|ItemExponentialWhen|ControllerLimiterWhenForget|BucketWhen|Retry|Floor)\$;$micro"
   "scenario;^Benchmark(WaitingHeap|Idle)\$;1x"
   "lateness;^BenchmarkLateness\$;$lateness_ops"
   "growth;^BenchmarkGrowth\$;$growth_ops"

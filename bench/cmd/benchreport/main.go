@@ -37,11 +37,12 @@ var implLabels = map[string]string{
 	"cenkalti":      "cenkalti/backoff/v5",
 	"apimachinery":  "apimachinery wait",
 	"timer":         "bare time.AfterFunc",
+	"floor":         "machine floor",
 	ours:            "ours",
 }
 
 // implOrder is the column order of the tables; ours comes last.
-var implOrder = []string{"timer", "clientgo", "priorityqueue", "xrate", "cenkalti", "apimachinery", ours}
+var implOrder = []string{"floor", "timer", "clientgo", "priorityqueue", "xrate", "cenkalti", "apimachinery", ours}
 
 // higherIsBetter lists the units where a larger value wins.
 var higherIsBetter = map[string]bool{"items/s": true}
