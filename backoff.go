@@ -30,17 +30,20 @@ import (
 //
 // client-go keeps expired entries until the caller runs GC, so a caller that
 // forgets it leaks one entry per id ever seen. Backoff reclaims them by
-// itself, with no goroutine: every Next also inspects the next two entries
-// of its shard in round-robin order and deletes those that have expired at
-// the clock's current time, as GC would. That costs O(1) per call and bounds
-// the memory, because only Next adds entries: a round over a shard takes at
-// most as many Next calls as the shard held when the round began, and every
-// entry it holds at the end of a round was live when the round inspected it.
-// A shard thus holds at most about twice the ids that were live during its
-// last round. Its storage shrinks once it falls to a quarter of its peak,
-// which a Go map alone never does. A shard that no Next reaches keeps its
-// expired entries, but cannot grow either. [Backoff.GC] remains available to
-// reclaim everything at once.
+// itself, with no goroutine: while an entry of its shard may have expired,
+// every Next also inspects the next two entries of the shard in round-robin
+// order and deletes those that have expired at the clock's current time, as
+// GC would. That costs O(1) per call and bounds the memory, because only
+// Next adds entries: a round over a shard takes at most as many Next calls
+// as the shard held when the round began, and every entry it holds at the
+// end of a round was live when the round inspected it. A shard thus holds at
+// most about twice the ids that were live during its last round. Each shard
+// also keeps a lower bound of its entries' last updates, so that under the
+// default rule the sweep stands still, costing nothing, while no entry can
+// have expired. Storage shrinks once a shard falls to a quarter of its
+// peak, which a Go map alone never does. A shard that no Next reaches keeps
+// its expired entries, but cannot grow either. [Backoff.GC] remains
+// available to reclaim everything at once.
 //
 // # Concurrency
 //
@@ -175,7 +178,8 @@ func newBackoff(where string, initial, maxDelay time.Duration, jitter float64, o
 // capped at the maximum. Either way the entry's last update becomes the
 // clock's current time, not eventTime, as in client-go.
 //
-// Next also reclaims up to two expired entries of other ids (see [Backoff]);
+// Next also reclaims up to two expired entries of other ids, when some may
+// have expired (see [Backoff]);
 // its cost is O(1), amortised over the rare rebuild of a shrinking shard.
 func (b *Backoff) Next(id string, eventTime time.Time) {
 	s := b.shardFor(id)
@@ -196,6 +200,7 @@ func (b *Backoff) Next(id string, eventTime time.Time) {
 	default:
 		i = s.insertLocked(entry{id: id, updated: now, backoff: b.first(), attempts: 1})
 	}
+	s.updatedLocked(now)
 	s.sweepLocked(b, now, i)
 	s.mu.Unlock()
 }

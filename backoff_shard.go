@@ -63,6 +63,13 @@ type shardState struct {
 	index   map[string]int // id → position in entries; nil until first use
 	entries []entry
 	cursor  int // in [0, len(entries)]
+	// oldest is at or before the last update of every entry (while there
+	// are entries): the least update the last complete round of the sweep
+	// saw, lowered by any update since. Under the default expiry rule
+	// nothing can expire before oldest + 2×max, and until then the sweep
+	// stands still. roundMin is the least update seen so far in the current
+	// round, which becomes oldest when the round ends.
+	oldest, roundMin time.Duration
 	// peak is the most entries the shard held since index was built. Go maps
 	// never give memory back, so peak measures index's footprint.
 	peak int
@@ -82,6 +89,9 @@ type shard struct {
 func (s *shardState) insertLocked(e entry) int {
 	if s.index == nil {
 		s.index = make(map[string]int)
+	}
+	if len(s.entries) == 0 {
+		s.oldest, s.roundMin = e.updated, e.updated
 	}
 	i := len(s.entries)
 	s.entries = append(s.entries, e)
@@ -125,12 +135,29 @@ func (s *shardState) moveLocked(from, to, keep int) int {
 	return keep
 }
 
+// updatedLocked records that an entry was written with last update now,
+// keeping oldest and roundMin lower bounds even if the clock went back.
+func (s *shardState) updatedLocked(now time.Duration) {
+	s.oldest = min(s.oldest, now)
+	s.roundMin = min(s.roundMin, now)
+}
+
 // sweepLocked inspects the next sweepSteps entries in round-robin order and
 // removes those that have expired at now. The entry at keep, which the
 // calling Next has just updated, is never removed: with a custom expiry rule
 // it might count as expired at once, and client-go would still report it
 // until the next GC.
+//
+// Under the default expiry rule the sweep stands still while no entry can
+// have expired (now is within 2×max of oldest): every entry is live then,
+// and Next touches no memory but its own entry's. That is the common state of
+// a Backoff whose ids fail more often than every 2×max; measured, inspecting
+// two entries on every call cost 10–40% of Next at 100,000 ids, most of it
+// cache lines that the other core had just written.
 func (s *shardState) sweepLocked(b *Backoff, now time.Duration, keep int) {
+	if b.expiry == nil && elapsed(now, s.oldest) <= b.stale {
+		return
+	}
 	var nowTime time.Time // for a WithExpiry rule only
 	if b.expiry != nil {
 		nowTime = b.epoch.Add(now)
@@ -140,12 +167,17 @@ func (s *shardState) sweepLocked(b *Backoff, now time.Duration, keep int) {
 			break
 		}
 		if s.cursor >= len(s.entries) {
-			s.cursor = 0 // start the next round
+			// A round ended: every entry now in the shard was inspected
+			// in it, or written since, and roundMin is at or before all
+			// of their updates.
+			s.cursor = 0
+			s.oldest, s.roundMin = s.roundMin, maxDuration
 		}
 		c := s.cursor
 		if c != keep && b.expired(nowTime, now, s.entries[c].updated) {
 			keep = s.removeLocked(c, keep)
 		} else {
+			s.roundMin = min(s.roundMin, s.entries[c].updated)
 			s.cursor++
 		}
 	}

@@ -30,8 +30,8 @@ func newSweepBackoff(t *testing.T, shards int, opts ...Option) (*Backoff, *testi
 	return b, fc
 }
 
-// checkShards fails the test unless every shard's index and entries agree
-// and its cursor is in range.
+// checkShards fails the test unless every shard's index and entries agree,
+// its cursor is in range and oldest is a lower bound of the updates.
 func checkShards(t *testing.T, b *Backoff) {
 	t.Helper()
 	for n := range b.shards {
@@ -41,6 +41,7 @@ func checkShards(t *testing.T, b *Backoff) {
 		require.LessOrEqual(t, s.cursor, len(s.entries), "shard %d", n)
 		for i, e := range s.entries {
 			require.Equal(t, i, s.index[e.id], "shard %d: index of %q", n, e.id)
+			require.LessOrEqual(t, s.oldest, e.updated, "shard %d: oldest is after the update of %q", n, e.id)
 		}
 		s.mu.Unlock()
 	}
@@ -200,4 +201,62 @@ func TestShardCount(t *testing.T) {
 	assert.Equal(t, 0, n&(n-1), "a power of two")
 	assert.GreaterOrEqual(t, n, 1)
 	assert.LessOrEqual(t, n, maxShards)
+}
+
+func TestSweepStandsStillWhileNothingCanExpire(t *testing.T) {
+	b, fc := newSweepBackoff(t, 1) // max 10 s: entries expire 20 s after their last update
+	s := &b.shards[0]
+	for i := range 1_000 {
+		b.Next(fmt.Sprint("id", i), fc.Now())
+	}
+	fc.Step(20 * time.Second) // "id0" is exactly 2×max old: not expired yet
+	for range 100 {
+		b.Next("id5", fc.Now())
+	}
+	assert.Equal(t, 0, s.cursor, "nothing can have expired: the sweep did not move")
+	assert.Equal(t, 1_000, b.size())
+
+	fc.Step(time.Nanosecond) // now every id but id5 has expired
+	b.Next("id5", fc.Now())
+	assert.Equal(t, 998, b.size(), "the sweep runs again: id0 and id1 reclaimed")
+	for range 500 {
+		b.Next("id5", fc.Now())
+	}
+	assert.Equal(t, 1, b.size())
+	checkShards(t, b)
+
+	// The round that reclaimed them saw only id5, updated just now: the
+	// sweep stands still again until id5 may have expired.
+	for range 10 {
+		b.Next("id5", fc.Now())
+	}
+	s.mu.Lock()
+	assert.Equal(t, s.entries[0].updated, s.oldest)
+	s.mu.Unlock()
+	cursor := s.cursor
+	fc.Step(time.Second)
+	for range 10 {
+		b.Next("id5", fc.Now())
+	}
+	assert.Equal(t, cursor, s.cursor)
+}
+
+func TestSweepBoundsHoldWhenTheClockGoesBack(t *testing.T) {
+	b, fc := newSweepBackoff(t, 1)
+	b.Next("a", fc.Now())
+	fc.SetTime(sweepEpoch.Add(-time.Hour)) // a FakeClock may go back
+	b.Next("b", fc.Now())
+	s := &b.shards[0]
+	s.mu.Lock()
+	for _, e := range s.entries {
+		assert.LessOrEqual(t, s.oldest, e.updated, "oldest is a lower bound")
+		assert.LessOrEqual(t, s.roundMin, e.updated, "roundMin is a lower bound")
+	}
+	s.mu.Unlock()
+	fc.SetTime(sweepEpoch.Add(21 * time.Second))
+	b.Next("c", fc.Now())
+	for range 10 {
+		b.Next("c", fc.Now())
+	}
+	assert.Equal(t, 1, b.size(), "a and b expired and were reclaimed")
 }
