@@ -68,7 +68,7 @@ type Queue[T comparable] struct {
 	// that a wake-up meant for a getter never goes to a drainer.
 	drained sync.Cond
 
-	ready   readyRing[T] // queued items not being processed, in order
+	ready   readyFIFO[T] // queued items not being processed, in order
 	states  map[T]uint8  // queueDirty and queueProcessing bits; no entry means neither
 	peak    int          // the most entries states has held since it was made
 	waiting waitHeap[T]  // items waiting for their ready time (delaying queues)

@@ -275,7 +275,9 @@ func TestQueueGivesMemoryBack(t *testing.T) {
 		q.Done(item)
 	}
 	assert.Zero(t, q.peak, "the state map was made afresh")
-	assert.Equal(t, readyMinSize, len(q.ready.buf), "the FIFO shrank")
+	assert.Same(t, q.ready.head, q.ready.tail, "the FIFO is down to one chunk")
+	assert.Nil(t, q.ready.head.next)
+	assert.LessOrEqual(t, len(q.ready.spare.buf), readyMaxChunk, "and at most one spare chunk")
 
 	q.Add(1) // a small queue keeps its map: no allocation per cycle
 	item, _ := q.Get()

@@ -6,50 +6,92 @@ type readyEntry[T comparable] struct {
 	at   int64 // when the item joined the FIFO, since the epoch (read only with metrics)
 }
 
-// readyMinSize is the smallest FIFO buffer, and the size below which it is
-// never shrunk: a queue that holds a few items at a time allocates nothing
-// after its first Add.
-const readyMinSize = 16
+const (
+	// readyMinChunk is the size of a FIFO's first chunk: a queue that holds
+	// a few items at a time allocates nothing after its first Add.
+	readyMinChunk = 16
+	// readyMaxChunk is the size that chunks double up to: 8 KiB for int
+	// items.
+	readyMaxChunk = 512
+)
 
-// readyRing is the FIFO of ready items: a ring buffer whose size is a power
-// of two. It grows by doubling and shrinks by half once it is less than a
-// quarter full, so steady state reuses one buffer (client-go's queue slice
-// reallocates as it slides along its backing array).
-type readyRing[T comparable] struct {
-	buf  []readyEntry[T]
-	head int // index of the oldest entry
-	n    int // number of entries
+// readyChunk is a block of the FIFO: its live entries are buf[head:tail].
+type readyChunk[T comparable] struct {
+	buf        []readyEntry[T]
+	head, tail int
+	next       *readyChunk[T]
 }
 
-func (r *readyRing[T]) len() int { return r.n }
+// readyFIFO is the FIFO of ready items: a linked list of chunks, pushed at
+// the tail chunk and popped at the head chunk.
+//
+// Chunks, rather than one ring buffer that doubles, so that growing never
+// copies the entries: under a burst the FIFO reaches millions of items, and
+// each doubling of a ring copied all of them while the queue's mutex was
+// held, stalling every producer and worker (with 2 producers and 2 workers,
+// 10% of the time went to those copies). A chunk that empties is kept as
+// the one spare for the next growth, so a queue that stays around one
+// chunk's worth of items allocates nothing, and the memory follows the
+// FIFO down chunk by chunk.
+type readyFIFO[T comparable] struct {
+	head, tail *readyChunk[T]
+	spare      *readyChunk[T]
+	n          int // number of entries
+}
+
+func (r *readyFIFO[T]) len() int { return r.n }
 
 // push appends item, which joined at time at.
-func (r *readyRing[T]) push(item T, at int64) {
-	if r.n == len(r.buf) {
-		r.resize(max(2*len(r.buf), readyMinSize))
+func (r *readyFIFO[T]) push(item T, at int64) {
+	c := r.tail
+	if c == nil || c.tail == len(c.buf) {
+		c = r.newChunk()
+		if r.tail == nil {
+			r.head = c
+		} else {
+			r.tail.next = c
+		}
+		r.tail = c
 	}
-	r.buf[(r.head+r.n)&(len(r.buf)-1)] = readyEntry[T]{item: item, at: at}
+	c.buf[c.tail] = readyEntry[T]{item: item, at: at}
+	c.tail++
 	r.n++
 }
 
-// pop removes and returns the oldest entry. The ring must not be empty.
-func (r *readyRing[T]) pop() readyEntry[T] {
-	e := r.buf[r.head]
-	r.buf[r.head] = readyEntry[T]{} // let the item be collected
-	r.head = (r.head + 1) & (len(r.buf) - 1)
+// pop removes and returns the oldest entry. The FIFO must not be empty.
+func (r *readyFIFO[T]) pop() readyEntry[T] {
+	c := r.head
+	e := c.buf[c.head]
+	c.buf[c.head] = readyEntry[T]{} // let the item be collected
+	c.head++
 	r.n--
-	if len(r.buf) > readyMinSize && r.n < len(r.buf)/4 {
-		r.resize(len(r.buf) / 2)
+	if c.head == c.tail {
+		// The chunk is empty. The last chunk is reused in place; another is
+		// unlinked and kept as the spare if it is the larger.
+		if c == r.tail {
+			c.head, c.tail = 0, 0
+		} else {
+			r.head = c.next
+			c.head, c.tail, c.next = 0, 0, nil
+			if r.spare == nil || len(c.buf) > len(r.spare.buf) {
+				r.spare = c
+			}
+		}
 	}
 	return e
 }
 
-// resize moves the entries, oldest first, to a new buffer of size entries.
-func (r *readyRing[T]) resize(size int) {
-	buf := make([]readyEntry[T], size)
-	if r.n > 0 {
-		k := copy(buf, r.buf[r.head:min(r.head+r.n, len(r.buf))])
-		copy(buf[k:], r.buf[:r.n-k])
+// newChunk returns an empty chunk for the tail: the spare if there is one,
+// else a new chunk twice the size of the current tail's, up to
+// readyMaxChunk.
+func (r *readyFIFO[T]) newChunk() *readyChunk[T] {
+	if c := r.spare; c != nil {
+		r.spare = nil
+		return c
 	}
-	r.buf, r.head = buf, 0
+	size := readyMinChunk
+	if r.tail != nil {
+		size = min(2*len(r.tail.buf), readyMaxChunk)
+	}
+	return &readyChunk[T]{buf: make([]readyEntry[T], size)}
 }
