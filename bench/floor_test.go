@@ -91,6 +91,7 @@ func BenchmarkFloor(b *testing.B) {
 				mu.Lock()
 				e := m[ks[j]]
 				e.attempts++
+				e.delay = min(2*e.delay+time.Second, time.Minute)
 				e.updated = now
 				mu.Unlock()
 				if j++; j == len(ks) {
