@@ -2,8 +2,10 @@ package bench
 
 import (
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // The floor: what the cheapest possible implementation of a hot path must
@@ -40,7 +42,20 @@ var (
 //   - op=map-insert: inserting a new int key into a Go map that grows to 4M
 //     keys (then starts afresh), the cost of remembering that an item
 //     waits, which AddAfter must do to find it again (client-go does it
-//     too, in its waiting loop's map).
+//     too, in its waiting loop's map);
+//   - op=next-floor/keys=100k/mode=striped-parallel: next-floor run by
+//     b.RunParallel (one goroutine per core), with the key's entry guarded by
+//     one of 8 mutexes on separate cache lines, as any sharded, locked
+//     Backoff does. Both goroutines update every key, so each call finds its
+//     mutex's cache line last written by the other core about half the time
+//     and has to fetch it from there;
+//   - op=next-floor/keys=100k/mode=lockfree-parallel: the same without any
+//     mutex (the entry updated with atomics), the floor of a Backoff whose
+//     Next takes no lock on its common path.
+//
+// Comparing the last two with op=next-floor shows what a cross-core
+// cache-line transfer costs on this machine, which bounds how far a locked
+// Next can scale.
 func BenchmarkFloor(b *testing.B) {
 	b.Run("impl=floor", func(b *testing.B) {
 		b.Run("op=now", func(b *testing.B) {
@@ -128,5 +143,57 @@ func BenchmarkFloor(b *testing.B) {
 			}
 			sinkInt = len(m)
 		})
+		b.Run("op=next-floor/keys=100k/mode=striped-parallel", func(b *testing.B) {
+			b.ReportAllocs()
+			type stripe struct {
+				mu sync.Mutex
+				_  [128 - unsafe.Sizeof(sync.Mutex{})]byte
+			}
+			stripes := make([]stripe, 8)
+			benchParallelKeys(b, ks, func(j int, now time.Duration) {
+				s := &stripes[uint32(j*0x9E3779B1)>>29]
+				s.mu.Lock()
+				e := m[ks[j]]
+				e.attempts++
+				e.delay = min(2*e.delay+time.Second, time.Minute)
+				e.updated = now
+				s.mu.Unlock()
+			})
+		})
+		atomicEntries := make(map[string]*floorAtomicEntry, len(ks))
+		for _, k := range ks {
+			atomicEntries[k] = &floorAtomicEntry{}
+		}
+		b.Run("op=next-floor/keys=100k/mode=lockfree-parallel", func(b *testing.B) {
+			b.ReportAllocs()
+			benchParallelKeys(b, ks, func(j int, now time.Duration) {
+				e := atomicEntries[ks[j]]
+				e.attempts.Add(1)
+				e.delay.Store(int64(min(2*time.Duration(e.delay.Load())+time.Second, time.Minute)))
+				e.updated.Store(int64(now))
+			})
+		})
+	})
+}
+
+// floorAtomicEntry is floorEntry updated without a lock.
+type floorAtomicEntry struct {
+	updated, delay, attempts atomic.Int64
+}
+
+// benchParallelKeys calls op from b.RunParallel with successive indices into
+// ks, each goroutine starting at its own place, and the time since the start
+// (read before op, as Backoff.Next reads the clock before it locks).
+func benchParallelKeys(b *testing.B, ks []string, op func(j int, now time.Duration)) {
+	var offset atomic.Int64
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		j := int(offset.Add(7919)) % len(ks)
+		for pb.Next() {
+			op(j, time.Since(start))
+			if j++; j == len(ks) {
+				j = 0
+			}
+		}
 	})
 }
