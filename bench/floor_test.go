@@ -14,9 +14,18 @@ import (
 // the comparisons (impl=floor). None of them is an implementation of
 // anything.
 
+// floorEntry is the state Backoff.Next keeps per key.
 type floorEntry struct {
 	updated, delay time.Duration
 	attempts       int
+}
+
+// next is Backoff.Next's write to the entry: one more attempt, the delay
+// doubled up to a cap, the time of the update.
+func (e *floorEntry) next(now time.Duration) {
+	e.attempts++
+	e.delay = min(2*e.delay+time.Second, time.Minute)
+	e.updated = now
 }
 
 var (
@@ -104,10 +113,7 @@ func BenchmarkFloor(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				now := time.Since(start)
 				mu.Lock()
-				e := m[ks[j]]
-				e.attempts++
-				e.delay = min(2*e.delay+time.Second, time.Minute)
-				e.updated = now
+				m[ks[j]].next(now)
 				mu.Unlock()
 				if j++; j == len(ks) {
 					j = 0
@@ -153,10 +159,7 @@ func BenchmarkFloor(b *testing.B) {
 			benchParallelKeys(b, ks, func(j int, now time.Duration) {
 				s := &stripes[uint32(j*0x9E3779B1)>>29]
 				s.mu.Lock()
-				e := m[ks[j]]
-				e.attempts++
-				e.delay = min(2*e.delay+time.Second, time.Minute)
-				e.updated = now
+				m[ks[j]].next(now)
 				s.mu.Unlock()
 			})
 		})
@@ -176,7 +179,8 @@ func BenchmarkFloor(b *testing.B) {
 	})
 }
 
-// floorAtomicEntry is floorEntry updated without a lock.
+// floorAtomicEntry is floorEntry updated without a lock (the same write as
+// floorEntry.next, with atomics).
 type floorAtomicEntry struct {
 	updated, delay, attempts atomic.Int64
 }
