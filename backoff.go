@@ -48,10 +48,14 @@ import (
 // # Concurrency
 //
 // A Backoff is safe for concurrent use by multiple goroutines. Entries are
-// spread over independently locked shards by a hash of the id, so calls for
-// different ids rarely contend; the calls for one id are serialised. No lock
-// is held while the clock is read, and the methods never call back into
-// anything but the clock and the expiry rule.
+// spread over independently locked shards by a hash of the id, and each
+// entry has a lock of its own. Next for an id that has an entry, and the
+// read methods (Get, Attempts, the IsInBackOff gates), find the entry
+// without taking its shard's lock and lock only the entry, so calls for
+// different ids share no memory that either writes; the shard lock is taken
+// to add or remove entries and to sweep. The calls for one id are
+// serialised. No lock is held while the clock is read, and the methods never
+// call back into anything but the clock and the expiry rule.
 //
 // The zero value is not usable: its methods panic. Create a Backoff with
 // [NewBackOff] or [NewBackOffWithJitter] and share it by pointer.
@@ -182,27 +186,63 @@ func newBackoff(where string, initial, maxDelay time.Duration, jitter float64, o
 // have expired (see [Backoff]);
 // its cost is O(1), amortised over the rare rebuild of a shrinking shard.
 func (b *Backoff) Next(id string, eventTime time.Time) {
-	s := b.shardFor(id)
+	h := b.hash(id)
+	s := &b.shards[h&b.mask]
 	now := b.now() // before locking: no lock is ever held across a clock call
 	event := b.offset(eventTime)
+	// The common case, an id that has an entry, takes no shard lock: it
+	// finds the entry in the shard's table and updates it under the entry's
+	// own lock. Only then does it read oldest and roundMin, and it takes the
+	// shard lock after all if now is below either (the clock went back, or a
+	// round of the sweep began after this entry was inspected) or the sweep
+	// has work. Reading them after the write is what keeps them lower
+	// bounds: a round that ends later inspects this entry again, and one
+	// that inspected it before the write had already reset roundMin, which
+	// this read then sees. With a WithExpiry rule every Next sweeps, so it
+	// always locks.
+	if b.expiry == nil {
+		if e := s.find(h, id); e != nil && b.advance(e, eventTime, event, now) {
+			if s.settled(b, now) {
+				return
+			}
+			s.mu.Lock()
+			s.updatedLocked(now)
+			s.sweepLocked(b, now, e)
+			s.mu.Unlock()
+			return
+		}
+	}
 	s.mu.Lock()
-	i, ok := s.index[id]
-	switch {
-	case ok && !b.expired(eventTime, event, s.entries[i].updated):
-		e := &s.entries[i]
-		e.backoff = b.grow(e.backoff)
-		e.attempts++
-		e.updated = now
-	case ok:
-		// Restart in place; keep the stored id, which the index map's key
-		// shares, rather than retaining the caller's string as well.
-		s.entries[i] = entry{id: s.entries[i].id, updated: now, backoff: b.first(), attempts: 1}
-	default:
-		i = s.insertLocked(entry{id: id, updated: now, backoff: b.first(), attempts: 1})
+	e := s.find(h, id) // under the lock: never dead
+	if e != nil {
+		b.advance(e, eventTime, event, now)
+	} else {
+		// The entry's one allocation: 64 bytes, once per id (and again
+		// after the id's entry was reclaimed).
+		e = &entry{id: id, entryState: entryState{updated: now, backoff: b.first(), attempts: 1}}
+		s.insertLocked(b, h, e)
 	}
 	s.updatedLocked(now)
-	s.sweepLocked(b, now, i)
+	s.sweepLocked(b, now, e)
 	s.mu.Unlock()
+}
+
+// advance records a failure of e's id at eventTime (whose offset is event),
+// at clock time now, and reports whether it could: false if e is dead.
+func (b *Backoff) advance(e *entry, eventTime time.Time, event, now time.Duration) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.dead:
+		return false
+	case b.expired(eventTime, event, e.updated):
+		e.backoff, e.attempts = b.first(), 1
+	default:
+		e.backoff = b.grow(e.backoff)
+		e.attempts++
+	}
+	e.updated = now
+	return true
 }
 
 // first returns the delay of a new or restarted entry.
@@ -296,11 +336,16 @@ func (b *Backoff) IsInBackOffSinceUpdate(id string, eventTime time.Time) bool {
 // Reset forgets id: its next failure starts again at the initial delay. It
 // does nothing if id has no entry.
 func (b *Backoff) Reset(id string) {
-	s := b.shardFor(id)
+	h := b.hash(id)
+	s := &b.shards[h&b.mask]
+	if s.find(h, id) == nil {
+		return // nothing to forget, and no lock taken
+	}
 	s.mu.Lock()
-	if i, ok := s.index[id]; ok {
-		s.removeLocked(i, -1)
-		s.shrinkLocked()
+	if e := s.find(h, id); e != nil {
+		e.kill()
+		s.removeLocked(b, e.pos)
+		s.shrinkLocked(b)
 	}
 	s.mu.Unlock()
 }
@@ -329,26 +374,32 @@ func (b *Backoff) GC() {
 	}
 }
 
-// lookup returns a copy of id's entry. Copying lets the callers run the
-// expiry rule and read the clock after the lock is released.
-func (b *Backoff) lookup(id string) (entry, bool) {
-	s := b.shardFor(id)
-	s.mu.Lock()
-	i, ok := s.index[id]
-	var e entry
-	if ok {
-		e = s.entries[i]
+// lookup returns a copy of id's entry, found without the shard lock.
+// Copying lets the callers run the expiry rule and read the clock after the
+// entry's lock is released.
+func (b *Backoff) lookup(id string) (entryState, bool) {
+	h := b.hash(id)
+	e := b.shards[h&b.mask].find(h, id)
+	if e == nil {
+		return entryState{}, false
 	}
-	s.mu.Unlock()
-	return e, ok
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.dead {
+		// Removed after find saw it: the id had no entry by the time
+		// this lookup ended.
+		return entryState{}, false
+	}
+	return e.entryState, true
 }
 
-// shardFor returns the shard that holds id's entry.
-func (b *Backoff) shardFor(id string) *shard {
+// hash returns the hash of id that picks its shard (low bits) and its place
+// in the shard's table (the bits above).
+func (b *Backoff) hash(id string) uint64 {
 	if b.shards == nil {
 		panicZeroValue()
 	}
-	return &b.shards[maphash.String(b.seed, id)&b.mask]
+	return maphash.String(b.seed, id)
 }
 
 func panicZeroValue() {

@@ -3,6 +3,7 @@ package backoff
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -41,9 +42,21 @@ func shardCount() int {
 	return n
 }
 
-// An entry is the state of one id.
+// An entry is the state of one id. Entries are allocated one by one and
+// referred to by pointer, so that a Next for an id that has one can find it
+// through the shard's table and update it under the entry's own lock, without
+// the shard's (see entryTable). 64 bytes: one cache line, the one that Next
+// writes anyway.
 type entry struct {
-	id       string
+	mu   sync.Mutex // guards dead and entryState
+	dead bool       // removed from its shard: look again under the shard lock
+	entryState
+	id  string // never changes
+	pos int    // position in the shard's entries; under the shard lock
+}
+
+// entryState is what an entry records about its id.
+type entryState struct {
 	updated  time.Duration // clock time of the last Next, as an offset from the Backoff's epoch
 	backoff  time.Duration // current delay, in [initial, ceiling]
 	attempts int           // Next calls since the entry (re)started
@@ -51,102 +64,143 @@ type entry struct {
 
 // shardState is one shard's share of the entries.
 //
-// The entries live in a dense slice, which the index map points into, so that
-// the sweep can walk them in a fixed order; a Go map has no resumable
-// iteration. The cursor splits the slice: entries[:cursor] have been
-// inspected in the current round of the sweep, entries[cursor:] not yet.
-// Removals keep that split (see removeLocked), so a round never skips an
-// entry, however many entries are removed or added meanwhile; new entries are
-// appended to the uninspected part.
+// Two structures hold the same entries. The table finds an entry by id, and
+// can be searched without the lock. The dense slice entries lets the sweep
+// walk them in a fixed order and resume where it stopped. The cursor splits
+// the slice: entries[:cursor] have been inspected in the current round of
+// the sweep, entries[cursor:] not yet. Removals keep that split (see
+// removeLocked), so a round never skips an entry, however many entries are
+// removed or added meanwhile; new entries are appended to the uninspected
+// part.
 type shardState struct {
-	mu      sync.Mutex
-	index   map[string]int // id → position in entries; nil until first use
-	entries []entry
-	cursor  int // in [0, len(entries)]
+	// Read without the lock, written under it.
+	table atomic.Pointer[entryTable] // nil while the shard is empty
 	// oldest is at or before the last update of every entry (while there
 	// are entries): the least update the last complete round of the sweep
 	// saw, lowered by any update since. Under the default expiry rule
 	// nothing can expire before oldest + 2×max, and until then the sweep
 	// stands still. roundMin is the least update seen so far in the current
-	// round, which becomes oldest when the round ends.
-	oldest, roundMin time.Duration
-	// peak is the most entries the shard held since index was built. Go maps
-	// never give memory back, so peak measures index's footprint.
+	// round, which becomes oldest when the round ends. Both hold a
+	// time.Duration.
+	oldest, roundMin atomic.Int64
+
+	mu      sync.Mutex
+	entries []*entry
+	cursor  int // in [0, len(entries)]
+	// peak is the most entries the shard held since its storage was last
+	// rebuilt: the table and the slice never shrink by themselves, so peak
+	// measures their footprint.
 	peak int
 }
 
 // A shard is a shardState padded to a multiple of 128 bytes, so that the
 // fields of neighbouring shards are at least 64 bytes apart and never share a
 // cache line: otherwise goroutines that work on different shards would still
-// slow each other down, each write invalidating the other's cached lock.
+// slow each other down, each write invalidating the other's cached copy.
 type shard struct {
 	shardState
 	_ [128 - unsafe.Sizeof(shardState{})%128]byte
 }
 
-// insertLocked appends e, whose id must not be in the shard, and returns its
-// position.
-func (s *shardState) insertLocked(e entry) int {
-	if s.index == nil {
-		s.index = make(map[string]int)
-	}
-	if len(s.entries) == 0 {
-		s.oldest, s.roundMin = e.updated, e.updated
-	}
-	i := len(s.entries)
-	s.entries = append(s.entries, e)
-	s.index[e.id] = i
-	s.peak = max(s.peak, len(s.entries))
-	return i
+// find returns the entry of id, whose hash is h, or nil. Without the lock
+// the entry may be dead; under it, never.
+func (s *shardState) find(h uint64, id string) *entry {
+	return s.table.Load().find(h, id)
 }
 
-// removeLocked removes the entry at position i. Entries move to fill the gap;
-// keep is the position of an entry the caller still needs, and the result is
-// its position after the moves.
-func (s *shardState) removeLocked(i, keep int) int {
+// insertLocked adds e, whose id has hash h and must not be in the shard.
+// Its fields must be final: readers may find it as soon as it is in the
+// table.
+func (s *shardState) insertLocked(b *Backoff, h uint64, e *entry) {
+	if len(s.entries) == 0 {
+		s.oldest.Store(int64(e.updated))
+		s.roundMin.Store(int64(e.updated))
+	}
+	e.pos = len(s.entries)
+	s.entries = append(s.entries, e)
+	s.peak = max(s.peak, len(s.entries))
+	t := s.table.Load()
+	if t.full() {
+		t = t.rebuilt(len(s.entries), b.hash)
+		s.table.Store(t)
+	}
+	t.insert(h, e)
+}
+
+// removeLocked removes the entry at position i, which the caller has marked
+// dead. Entries move to fill the gap.
+func (s *shardState) removeLocked(b *Backoff, i int) {
+	e := s.entries[i]
+	s.table.Load().remove(b.hash(e.id), e)
 	last := len(s.entries) - 1
-	delete(s.index, s.entries[i].id)
 	if i < s.cursor {
 		// The gap is in the inspected part. Filling it from the end of the
 		// slice would move an uninspected entry there, and this round would
 		// skip it. Fill it with the last inspected entry instead, shrink the
 		// inspected part by one, and fill that slot from the end.
 		s.cursor--
-		keep = s.moveLocked(s.cursor, i, keep)
+		s.moveLocked(s.cursor, i)
 		i = s.cursor
 	}
-	keep = s.moveLocked(last, i, keep)
-	s.entries[last] = entry{} // drop the references for the garbage collector
+	s.moveLocked(last, i)
+	s.entries[last] = nil // drop the reference for the garbage collector
 	s.entries = s.entries[:last]
-	return keep
 }
 
-// moveLocked moves the entry at from to position to, and returns keep
-// updated for the move.
-func (s *shardState) moveLocked(from, to, keep int) int {
-	if from == to {
-		return keep
+// moveLocked moves the entry at from to position to.
+func (s *shardState) moveLocked(from, to int) {
+	if from != to {
+		s.entries[to] = s.entries[from]
+		s.entries[to].pos = to
 	}
-	s.entries[to] = s.entries[from]
-	s.index[s.entries[to].id] = to
-	if keep == from {
-		return to
-	}
-	return keep
 }
 
 // updatedLocked records that an entry was written with last update now,
 // keeping oldest and roundMin lower bounds even if the clock went back.
 func (s *shardState) updatedLocked(now time.Duration) {
-	s.oldest = min(s.oldest, now)
-	s.roundMin = min(s.roundMin, now)
+	if int64(now) < s.oldest.Load() {
+		s.oldest.Store(int64(now))
+	}
+	if int64(now) < s.roundMin.Load() {
+		s.roundMin.Store(int64(now))
+	}
+}
+
+// settled reports whether an entry just written without the lock, with last
+// update now, leaves the shard needing nothing under the lock: oldest and
+// roundMin are still lower bounds, and under the default expiry rule the
+// sweep would stand still. See Backoff.Next for why reading them after the
+// write is enough.
+func (s *shardState) settled(b *Backoff, now time.Duration) bool {
+	oldest := time.Duration(s.oldest.Load())
+	return now >= oldest && int64(now) >= s.roundMin.Load() && elapsed(now, oldest) <= b.stale
+}
+
+// expireLocked marks e dead if it has expired at now and is not keep, and
+// otherwise returns its last update. Deciding and marking happen under e's
+// lock, so that a Next that updates e without the shard lock either comes
+// first, and e is not expired, or finds e dead and starts over.
+func (e *entry) expireLocked(b *Backoff, nowTime time.Time, now time.Duration, keep *entry) (updated time.Duration, dead bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e != keep && b.expired(nowTime, now, e.updated) {
+		e.dead = true
+	}
+	return e.updated, e.dead
+}
+
+// kill marks e dead, for a removal that does not depend on expiry.
+func (e *entry) kill() {
+	e.mu.Lock()
+	e.dead = true
+	e.mu.Unlock()
 }
 
 // sweepLocked inspects the next sweepSteps entries in round-robin order and
-// removes those that have expired at now. The entry at keep, which the
-// calling Next has just updated, is never removed: with a custom expiry rule
-// it might count as expired at once, and client-go would still report it
-// until the next GC.
+// removes those that have expired at now. The entry keep, which the calling
+// Next has just updated, is never removed: with a custom expiry rule it might
+// count as expired at once, and client-go would still report it until the
+// next GC.
 //
 // Under the default expiry rule the sweep stands still while no entry can
 // have expired (now is within 2×max of oldest): every entry is live then,
@@ -154,8 +208,8 @@ func (s *shardState) updatedLocked(now time.Duration) {
 // a Backoff whose ids fail more often than every 2×max; measured, inspecting
 // two entries on every call cost 10–40% of Next at 100,000 ids, most of it
 // cache lines that the other core had just written.
-func (s *shardState) sweepLocked(b *Backoff, now time.Duration, keep int) {
-	if b.expiry == nil && elapsed(now, s.oldest) <= b.stale {
+func (s *shardState) sweepLocked(b *Backoff, now time.Duration, keep *entry) {
+	if b.expiry == nil && elapsed(now, time.Duration(s.oldest.Load())) <= b.stale {
 		return
 	}
 	var nowTime time.Time // for a WithExpiry rule only
@@ -171,17 +225,18 @@ func (s *shardState) sweepLocked(b *Backoff, now time.Duration, keep int) {
 			// in it, or written since, and roundMin is at or before all
 			// of their updates.
 			s.cursor = 0
-			s.oldest, s.roundMin = s.roundMin, maxDuration
+			s.oldest.Store(s.roundMin.Load())
+			s.roundMin.Store(int64(maxDuration))
 		}
 		c := s.cursor
-		if c != keep && b.expired(nowTime, now, s.entries[c].updated) {
-			keep = s.removeLocked(c, keep)
+		if updated, dead := s.entries[c].expireLocked(b, nowTime, now, keep); dead {
+			s.removeLocked(b, c)
 		} else {
-			s.roundMin = min(s.roundMin, s.entries[c].updated)
+			s.roundMin.Store(min(s.roundMin.Load(), int64(updated)))
 			s.cursor++
 		}
 	}
-	s.shrinkLocked()
+	s.shrinkLocked(b)
 }
 
 // collectLocked removes every entry that has expired at now. It walks
@@ -190,33 +245,31 @@ func (s *shardState) sweepLocked(b *Backoff, now time.Duration, keep int) {
 func (s *shardState) collectLocked(b *Backoff, now time.Duration) {
 	nowTime := b.epoch.Add(now)
 	for i := len(s.entries) - 1; i >= 0; i-- {
-		if b.expired(nowTime, now, s.entries[i].updated) {
-			s.removeLocked(i, -1)
+		if _, dead := s.entries[i].expireLocked(b, nowTime, now, nil); dead {
+			s.removeLocked(b, i)
 		}
 	}
-	s.shrinkLocked()
+	s.shrinkLocked(b)
 }
 
 // shrinkLocked rebuilds the shard's storage once it holds a quarter or less
-// of its peak: the slice would otherwise keep its capacity, and the map its
-// buckets, forever. The rebuild costs O(n) for the n entries left, which the
+// of its peak: the slice would otherwise keep its capacity, and the table its
+// slots, forever. The rebuild costs O(n) for the n entries left, which the
 // ≥ 3n removals since the peak pay for, so it is amortised O(1) per removal.
-func (s *shardState) shrinkLocked() {
+func (s *shardState) shrinkLocked(b *Backoff) {
 	n := len(s.entries)
 	if s.peak < shrinkMin || n > s.peak/4 {
 		return
 	}
 	if n == 0 {
-		s.entries, s.index, s.cursor, s.peak = nil, nil, 0, 0
+		s.entries, s.cursor, s.peak = nil, 0, 0
+		s.table.Store(nil)
 		return
 	}
-	entries := make([]entry, n, 2*n)
+	entries := make([]*entry, n, 2*n)
 	copy(entries, s.entries)
-	index := make(map[string]int, n)
-	for i := range entries {
-		index[entries[i].id] = i
-	}
-	s.entries, s.index, s.peak = entries, index, n
+	s.entries, s.peak = entries, n
+	s.table.Store(s.table.Load().rebuilt(n, b.hash))
 }
 
 // size returns the number of entries, expired or not, that b holds.

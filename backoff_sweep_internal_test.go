@@ -3,6 +3,7 @@ package backoff
 import (
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,21 +31,48 @@ func newSweepBackoff(t *testing.T, shards int, opts ...Option) (*Backoff, *testi
 	return b, fc
 }
 
-// checkShards fails the test unless every shard's index and entries agree,
+// checkShards fails the test unless every shard's table and entries agree,
 // its cursor is in range and oldest is a lower bound of the updates.
 func checkShards(t *testing.T, b *Backoff) {
 	t.Helper()
 	for n := range b.shards {
 		s := &b.shards[n]
 		s.mu.Lock()
-		require.Len(t, s.index, len(s.entries), "shard %d", n)
-		require.LessOrEqual(t, s.cursor, len(s.entries), "shard %d", n)
-		for i, e := range s.entries {
-			require.Equal(t, i, s.index[e.id], "shard %d: index of %q", n, e.id)
-			require.LessOrEqual(t, s.oldest, e.updated, "shard %d: oldest is after the update of %q", n, e.id)
+		checkShard(t, b, &s.shardState)
+		for _, e := range s.entries {
+			require.LessOrEqual(t, s.oldest.Load(), int64(e.updated), "shard %d: oldest is after the update of %q", n, e.id)
 		}
 		s.mu.Unlock()
 	}
+}
+
+// checkShard fails the test unless s's table holds exactly its entries, each
+// live and knowing its position, and its cursor is in range.
+func checkShard(t *testing.T, b *Backoff, s *shardState) {
+	t.Helper()
+	require.Equal(t, len(s.entries), tableLen(s.table.Load()), "entries in the table")
+	require.LessOrEqual(t, s.cursor, len(s.entries))
+	for i, e := range s.entries {
+		require.Equal(t, i, e.pos, "position of %q", e.id)
+		require.False(t, e.dead, "%q is dead", e.id)
+		require.Same(t, e, s.find(b.hash(e.id), e.id), "table entry of %q", e.id)
+	}
+}
+
+// tableLen returns the number of entries in t, tombstones not counted.
+func tableLen(t *entryTable) int {
+	if t == nil {
+		return 0
+	}
+	n := 0
+	for i := range t.buckets {
+		for j := range t.buckets[i].slots {
+			if t.buckets[i].slots[j].Load() != nil {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 func TestSweepReclaimsWithoutGC(t *testing.T) {
@@ -145,7 +173,7 @@ func TestShrinkAfterMassRemoval(t *testing.T) {
 	fc.Step(time.Hour)
 	b.GC()
 	assert.Nil(t, s.entries, "an emptied shard drops its storage")
-	assert.Nil(t, s.index)
+	assert.Nil(t, s.table.Load())
 	b.Next("again", fc.Now())
 	assert.Equal(t, 1, b.size())
 }
@@ -165,12 +193,14 @@ func TestRemoveKeepsTheSplit(t *testing.T) {
 	for step := range 20_000 {
 		switch op := rng.IntN(10); {
 		case op < 4:
-			s.insertLocked(entry{id: fmt.Sprint("id", next)})
+			id := fmt.Sprint("id", next)
+			s.insertLocked(b, b.hash(id), &entry{id: id})
 			next++
 		case op < 6 && len(s.entries) > 0:
 			i := rng.IntN(len(s.entries))
 			delete(owed, s.entries[i].id)
-			s.removeLocked(i, -1)
+			s.entries[i].kill()
+			s.removeLocked(b, i)
 		default:
 			if len(s.entries) == 0 {
 				continue
@@ -190,8 +220,10 @@ func TestRemoveKeepsTheSplit(t *testing.T) {
 			}
 			s.cursor++
 		}
-		require.Len(t, s.index, len(s.entries))
 		require.LessOrEqual(t, s.cursor, len(s.entries))
+		if step%500 == 0 {
+			checkShard(t, b, s) // O(n): not at every step
+		}
 	}
 	checkShards(t, b)
 }
@@ -231,7 +263,7 @@ func TestSweepStandsStillWhileNothingCanExpire(t *testing.T) {
 		b.Next("id5", fc.Now())
 	}
 	s.mu.Lock()
-	assert.Equal(t, s.entries[0].updated, s.oldest)
+	assert.Equal(t, int64(s.entries[0].updated), s.oldest.Load())
 	s.mu.Unlock()
 	cursor := s.cursor
 	fc.Step(time.Second)
@@ -249,8 +281,8 @@ func TestSweepBoundsHoldWhenTheClockGoesBack(t *testing.T) {
 	s := &b.shards[0]
 	s.mu.Lock()
 	for _, e := range s.entries {
-		assert.LessOrEqual(t, s.oldest, e.updated, "oldest is a lower bound")
-		assert.LessOrEqual(t, s.roundMin, e.updated, "roundMin is a lower bound")
+		assert.LessOrEqual(t, s.oldest.Load(), int64(e.updated), "oldest is a lower bound")
+		assert.LessOrEqual(t, s.roundMin.Load(), int64(e.updated), "roundMin is a lower bound")
 	}
 	s.mu.Unlock()
 	fc.SetTime(sweepEpoch.Add(21 * time.Second))
@@ -259,4 +291,66 @@ func TestSweepBoundsHoldWhenTheClockGoesBack(t *testing.T) {
 		b.Next("c", fc.Now())
 	}
 	assert.Equal(t, 1, b.size(), "a and b expired and were reclaimed")
+}
+
+// TestSweepNeverLosesANextWithoutTheLock races the sweep, which removes
+// expired entries under the shard lock, against Next calls that restart the
+// same expired entries without it. A Next that updated an entry the sweep
+// had already removed would be lost: its id would end with no entry.
+func TestSweepNeverLosesANextWithoutTheLock(t *testing.T) {
+	for round := range 20 {
+		b, fc := newSweepBackoff(t, 1) // entries expire 20 s after their last update
+		const n = 2_000
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = fmt.Sprint("id", i)
+			b.Next(ids[i], fc.Now())
+		}
+		fc.Step(21 * time.Second) // every entry has expired
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { // restarts every id, mostly without the shard lock
+			defer wg.Done()
+			for _, id := range ids {
+				b.Next(id, fc.Now())
+			}
+		}()
+		go func() { // sweeps two entries per call, under the shard lock
+			defer wg.Done()
+			for range n {
+				b.Next("sweeper", fc.Now())
+			}
+		}()
+		wg.Wait()
+		for _, id := range ids {
+			require.Equal(t, 1, b.Attempts(id), "round %d: %s lost its Next", round, id)
+		}
+		checkShards(t, b)
+	}
+}
+
+// TestADeadEntryIsNeverUpdated plays, step by step, the interleaving that the
+// race above can only hit by chance: a Next finds an entry without the lock,
+// the sweep removes it, and only then does the Next update it.
+func TestADeadEntryIsNeverUpdated(t *testing.T) {
+	b, fc := newSweepBackoff(t, 1)
+	b.Next("a", fc.Now())
+	b.Next("sweeper", fc.Now())
+	s := &b.shards[0]
+	h := b.hash("a")
+	stale := s.find(h, "a") // what a Next without the lock holds
+	require.NotNil(t, stale)
+
+	fc.Step(21 * time.Second) // "a" has expired
+	b.Next("sweeper", fc.Now())
+	b.Next("sweeper", fc.Now())
+	require.Nil(t, s.find(h, "a"), "the sweep removed a")
+
+	now := b.now()
+	assert.False(t, b.advance(stale, fc.Now(), now, now), "a dead entry refuses the update")
+	assert.Equal(t, 1, stale.attempts, "and keeps its state")
+	b.Next("a", fc.Now()) // the caller's slow path: a new entry
+	assert.Equal(t, 1, b.Attempts("a"))
+	assert.NotSame(t, stale, s.find(h, "a"))
+	checkShards(t, b)
 }
