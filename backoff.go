@@ -187,7 +187,7 @@ func newBackoff(where string, initial, maxDelay time.Duration, jitter float64, o
 // its cost is O(1), amortised over the rare rebuild of a shrinking shard.
 func (b *Backoff) Next(id string, eventTime time.Time) {
 	h := b.hash(id)
-	s := &b.shards[h&b.mask]
+	s := b.shardOf(h)
 	now := b.now() // before locking: no lock is ever held across a clock call
 	event := b.offset(eventTime)
 	// The common case, an id that has an entry, takes no shard lock: it
@@ -337,7 +337,7 @@ func (b *Backoff) IsInBackOffSinceUpdate(id string, eventTime time.Time) bool {
 // does nothing if id has no entry.
 func (b *Backoff) Reset(id string) {
 	h := b.hash(id)
-	s := &b.shards[h&b.mask]
+	s := b.shardOf(h)
 	if s.find(h, id) == nil {
 		return // nothing to forget, and no lock taken
 	}
@@ -379,7 +379,8 @@ func (b *Backoff) GC() {
 // entry's lock is released.
 func (b *Backoff) lookup(id string) (entryState, bool) {
 	h := b.hash(id)
-	e := b.shards[h&b.mask].find(h, id)
+	s := b.shardOf(h)
+	e := s.find(h, id)
 	if e == nil {
 		return entryState{}, false
 	}
@@ -392,6 +393,9 @@ func (b *Backoff) lookup(id string) (entryState, bool) {
 	}
 	return e.entryState, true
 }
+
+// shardOf returns the shard that holds the entry of the id whose hash is h.
+func (b *Backoff) shardOf(h uint64) *shard { return &b.shards[h&b.mask] }
 
 // hash returns the hash of id that picks its shard (low bits) and its place
 // in the shard's table (the bits above).

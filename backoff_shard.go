@@ -172,8 +172,13 @@ func (s *shardState) updatedLocked(now time.Duration) {
 // sweep would stand still. See Backoff.Next for why reading them after the
 // write is enough.
 func (s *shardState) settled(b *Backoff, now time.Duration) bool {
-	oldest := time.Duration(s.oldest.Load())
-	return now >= oldest && int64(now) >= s.roundMin.Load() && elapsed(now, oldest) <= b.stale
+	return int64(now) >= s.oldest.Load() && int64(now) >= s.roundMin.Load() && s.nothingExpired(b, now)
+}
+
+// nothingExpired reports whether, under the default expiry rule, no entry of
+// the shard can have expired at now: now is within 2×max of oldest.
+func (s *shardState) nothingExpired(b *Backoff, now time.Duration) bool {
+	return elapsed(now, time.Duration(s.oldest.Load())) <= b.stale
 }
 
 // expireLocked marks e dead if it has expired at now and is not keep, and
@@ -209,7 +214,7 @@ func (e *entry) kill() {
 // two entries on every call cost 10–40% of Next at 100,000 ids, most of it
 // cache lines that the other core had just written.
 func (s *shardState) sweepLocked(b *Backoff, now time.Duration, keep *entry) {
-	if b.expiry == nil && elapsed(now, time.Duration(s.oldest.Load())) <= b.stale {
+	if b.expiry == nil && s.nothingExpired(b, now) {
 		return
 	}
 	var nowTime time.Time // for a WithExpiry rule only

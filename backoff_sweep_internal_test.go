@@ -59,7 +59,7 @@ func checkShard(t *testing.T, b *Backoff, s *shardState) {
 	}
 }
 
-// tableLen returns the number of entries in t, tombstones not counted.
+// tableLen returns the number of entries in t, deleted slots not counted.
 func tableLen(t *entryTable) int {
 	if t == nil {
 		return 0

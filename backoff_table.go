@@ -37,7 +37,7 @@ import (
 type entryTable struct {
 	buckets []tableBucket // len is a power of two
 	mask    uint64        // len(buckets)-1
-	used    int           // non-empty slots, tombstones included; under the shard lock
+	used    int           // slots not empty, deleted ones included; under the shard lock
 }
 
 // A tableBucket is one cache line: a word of tags and the entries of seven
@@ -96,17 +96,19 @@ func (t *entryTable) start(h uint64) uint64 { return (h >> 8) & t.mask }
 // tagOf returns the tag of a slot that holds an id with hash h.
 func tagOf(h uint64) uint64 { return tagFull | h>>57 }
 
-// matching returns a mask with the high bit set in each byte of tags that
-// may equal tag: every byte that does is set, and a byte above one that does
-// may be set too (a borrow), which the caller's comparison of ids rules out.
-func matching(tags, tag uint64) uint64 {
-	x := tags ^ (tag * lsbs)
-	return (x - lsbs) &^ x & msbs
-}
+// zeroBytes returns a mask with the high bit set in each byte of x that may
+// be zero: every byte that is zero is set, and the lowest such byte is exact;
+// a byte above a zero one may be set too (a borrow).
+func zeroBytes(x uint64) uint64 { return (x - lsbs) &^ x & msbs }
 
-// hasEmpty reports whether some slot of a bucket with these tags is empty:
-// the end of every probe sequence that passes the bucket.
-func hasEmpty(tags uint64) bool { return (tags-lsbs)&^tags&msbs != 0 }
+// matching returns the bytes of tags that may equal tag (see zeroBytes): a
+// false match is ruled out by the caller's comparison of ids.
+func matching(tags, tag uint64) uint64 { return zeroBytes(tags ^ tag*lsbs) }
+
+// emptySlots returns the tagEmpty bytes of tags (see zeroBytes); its lowest
+// set byte is exactly the lowest empty slot. A bucket with an empty slot
+// ends every probe sequence that reaches it.
+func emptySlots(tags uint64) uint64 { return zeroBytes(tags) }
 
 // slotOf returns the slot whose tag byte carries the lowest bit set in m.
 func slotOf(m uint64) int { return bits.TrailingZeros64(m) / 8 }
@@ -127,7 +129,7 @@ func (t *entryTable) find(h uint64, id string) *entry {
 				return e
 			}
 		}
-		if hasEmpty(tags) {
+		if emptySlots(tags) != 0 {
 			return nil
 		}
 	}
@@ -146,11 +148,12 @@ func (t *entryTable) insert(h uint64, e *entry) {
 	for i := t.start(h); ; i = (i + 1) & t.mask {
 		b := &t.buckets[i]
 		tags := b.tags.Load()
-		if !hasEmpty(tags) {
+		empty := emptySlots(tags)
+		if empty == 0 {
 			continue
 		}
-		j := slotOf((tags - lsbs) &^ tags & msbs) // the lowest empty slot
-		b.slots[j].Store(e)                       // before its tag: see entryTable
+		j := slotOf(empty)  // the lowest empty slot
+		b.slots[j].Store(e) // before its tag: see entryTable
 		b.tags.Store(tags | tagOf(h)<<(8*j))
 		t.used++
 		return
@@ -171,7 +174,7 @@ func (t *entryTable) remove(h uint64, e *entry) {
 				return
 			}
 		}
-		if hasEmpty(tags) {
+		if emptySlots(tags) != 0 {
 			panic("backoff: internal error: removing an entry that is not in its table")
 		}
 	}

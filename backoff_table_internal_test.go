@@ -16,10 +16,11 @@ func TestBucketTagHelpers(t *testing.T) {
 	assert.NotZero(t, m&(0x80<<8), "slot 1 matches")
 	assert.NotZero(t, m&(0x80<<24), "slot 3 matches")
 	assert.Zero(t, m&(0x80<<32|0x80<<16|0x80<<56), "deleted, other tags and the spare byte never match")
-	assert.True(t, hasEmpty(tags), "slots 0, 5 and 6 are empty")
+	assert.Equal(t, 0, slotOf(emptySlots(tags)), "slot 0 is the lowest empty slot")
+	assert.Equal(t, 5, slotOf(emptySlots(tags&^0xff|0x85)), "then slot 5, once slot 0 is full")
 	assert.Equal(t, 3, slotOf(0x80<<24))
-	assert.False(t, hasEmpty(newBucketTags|0x8181818181818181&^(0xff<<56)), "seven full slots")
-	assert.False(t, hasEmpty(newBucketTags|0x0101010101010101&^(0xff<<56)), "seven deleted slots")
+	assert.Zero(t, emptySlots(newBucketTags|0x8181818181818181&^(0xff<<56)), "seven full slots")
+	assert.Zero(t, emptySlots(newBucketTags|0x0101010101010101&^(0xff<<56)), "seven deleted slots")
 }
 
 // TestEntryTableAgainstAMap inserts and removes ids at random, many with the
