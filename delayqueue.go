@@ -167,10 +167,16 @@ func (q *Queue[T]) promoteLocked(now int64) {
 // timer has no channel; the drain is then a no-op.)
 func (q *Queue[T]) armLocked(now int64) {
 	if q.waiting.len() == 0 || q.shuttingDown {
-		if q.armed {
+		// Stop the timer whatever armed says: armed can be false while the
+		// timer is pending. A stale firing's onTimer clears it; if another
+		// onTimer, holding a clock reading from before a Step, re-armed the
+		// timer in between, that re-arm lands after the Step's firing and
+		// stays pending. Stop on a timer that is not pending does nothing,
+		// and the heap empties at most once per item, so this costs little.
+		if q.timer != nil {
 			q.timer.Stop()
-			q.armed = false
 		}
+		q.armed = false
 		return
 	}
 	at := q.waiting.minAt()

@@ -77,8 +77,11 @@ type Queue[T comparable] struct {
 	clock   clock.WithDelayedExecution
 	epoch   time.Time // clock time 0 of the int64 times above
 
-	// The one timer of the delay heap: armed, for armedAt, exactly while the
-	// heap is non-empty and the queue is running (see delayqueue.go).
+	// The one timer of the delay heap: pending while the heap is non-empty
+	// and the queue is running (see delayqueue.go). armed says it was last
+	// set for armedAt and not stopped since; a firing, or a stale firing's
+	// onTimer, may leave it false while the timer is pending, never true
+	// for long while it is not.
 	timer   clock.Timer
 	armed   bool
 	armedAt int64
