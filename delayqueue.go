@@ -70,7 +70,7 @@ func (q *DelayingQueue[T]) AddAfter(item T, d time.Duration) {
 // promoted at time now.
 func (q *Queue[T]) addAfterLocked(item T, d time.Duration, now int64) {
 	if d <= 0 {
-		q.addLocked(item, now)
+		q.addLocked(item, q.states.hash(item), now)
 	} else {
 		at := int64(addDuration(time.Duration(now), d))
 		q.waiting.pushOrLower(item, at)
@@ -146,7 +146,7 @@ func (q *Queue[T]) promoteLocked(now int64) {
 		// The item joined the FIFO at its ready time, however late this
 		// promotion runs: queue latency counts from there.
 		e := q.waiting.popMin()
-		q.enqueueLocked(e.item, e.at)
+		q.enqueueLocked(e.item, q.states.hash(e.item), e.at)
 	}
 	q.armLocked(now)
 }

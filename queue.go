@@ -68,12 +68,11 @@ type Queue[T comparable] struct {
 	// that a wake-up meant for a getter never goes to a drainer.
 	drained sync.Cond
 
-	ready   readyFIFO[T] // queued items not being processed, in order
-	states  map[T]uint8  // queueDirty and queueProcessing bits; no entry means neither
-	peak    int          // the most entries states has held since it was made
-	waiting waitHeap[T]  // items waiting for their ready time (delaying queues)
-	starts  map[T]int64  // when each processing item was handed out; only with metrics
-	metrics QueueMetrics // nil when there are none
+	ready   readyFIFO[T]  // queued items not being processed, in order
+	states  itemStates[T] // queueDirty and queueProcessing bits; no entry means neither
+	waiting waitHeap[T]   // items waiting for their ready time (delaying queues)
+	starts  map[T]int64   // when each processing item was handed out; only with metrics
+	metrics QueueMetrics  // nil when there are none
 	clock   clock.WithDelayedExecution
 	epoch   time.Time // clock time 0 of the int64 times above
 
@@ -113,7 +112,7 @@ func NewQueue[T comparable](opts ...Option) *Queue[T] {
 func (q *Queue[T]) init(cfg config) {
 	q.cond.L = &q.mu
 	q.drained.L = &q.mu
-	q.states = make(map[T]uint8)
+	q.states.init()
 	q.clock = cfg.clock
 	q.epoch = cfg.clock.Now()
 	switch cfg.clock.(type) {
@@ -141,6 +140,8 @@ func (q *Queue[T]) init(cfg config) {
 // fixes kubernetes#126027, where client-go queued it now and left the
 // waiting copy to run it a second time later.
 func (q *Queue[T]) Add(item T) {
+	h := q.states.hash(item)
+	_ = q.states.prefetch(h) // the cache miss on item's state, before the lock
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.shuttingDown {
@@ -151,31 +152,34 @@ func (q *Queue[T]) Add(item T) {
 		now = q.nowLocked()
 		q.promoteLocked(now)
 	}
-	q.addLocked(item, now)
+	q.addLocked(item, h, now)
 }
 
-// addLocked is Add without the checks that its callers have made. now is the
-// current time, or -1 if the delay heap is empty and the clock was not read.
-func (q *Queue[T]) addLocked(item T, now int64) {
+// addLocked is Add without the checks that its callers have made. h is item's
+// hash (q.states.hash). now is the current time, or -1 if the delay heap is
+// empty and the clock was not read.
+func (q *Queue[T]) addLocked(item T, h uint64, now int64) {
 	if q.waiting.len() > 0 {
 		if i := q.waiting.find(item); i >= 0 {
 			q.waiting.removeAt(i)
 			q.armLocked(now)
 		}
 	}
-	q.enqueueLocked(item, now)
+	q.enqueueLocked(item, h, now)
 }
 
-// enqueueLocked marks item dirty and, unless it is being processed, appends
-// it to the FIFO. now is the current time or -1 (read here if needed).
-func (q *Queue[T]) enqueueLocked(item T, now int64) {
-	st, known := q.states[item]
-	if st&queueDirty != 0 {
+// enqueueLocked marks item, whose hash is h, dirty and, unless it is being
+// processed, appends it to the FIFO. now is the current time or -1 (read here
+// if needed).
+func (q *Queue[T]) enqueueLocked(item T, h uint64, now int64) {
+	st, ref := q.states.find(h, item)
+	switch {
+	case st&queueDirty != 0:
 		return
-	}
-	q.states[item] = st | queueDirty
-	if !known && len(q.states) > q.peak {
-		q.peak = len(q.states)
+	case st == 0:
+		q.states.insert(h, item, queueDirty)
+	default:
+		q.states.set(ref, item, st|queueDirty)
 	}
 	if q.metrics != nil {
 		q.metrics.IncAdds()
@@ -183,15 +187,16 @@ func (q *Queue[T]) enqueueLocked(item T, now int64) {
 	if st&queueProcessing != 0 {
 		return // Done queues it
 	}
-	q.pushReadyLocked(item, now)
+	q.pushReadyLocked(item, h, now)
 }
 
-// pushReadyLocked appends item to the FIFO and wakes one getter.
-func (q *Queue[T]) pushReadyLocked(item T, now int64) {
+// pushReadyLocked appends item, whose hash is h, to the FIFO and wakes one
+// getter.
+func (q *Queue[T]) pushReadyLocked(item T, h uint64, now int64) {
 	if q.metrics != nil && now < 0 {
 		now = q.nowLocked()
 	}
-	q.ready.push(item, now)
+	q.ready.push(item, h, now)
 	if q.metrics != nil {
 		q.metrics.SetDepth(q.ready.len())
 	}
@@ -242,9 +247,28 @@ func (q *Queue[T]) GetContext(ctx context.Context) (item T, err error) {
 	return q.get(ctx)
 }
 
-// get is Get and GetContext. For Get, ctx is Background, which is never
-// done: the wait then registers nothing on ctx.
-func (q *Queue[T]) get(ctx context.Context) (item T, err error) {
+// get is Get and GetContext.
+func (q *Queue[T]) get(ctx context.Context) (T, error) {
+	item, next, err := q.take(ctx)
+	if next.ok {
+		// The next Get will update the state of the item now at the head
+		// of the FIFO: take that cache miss here, without the lock.
+		_ = q.states.prefetch(next.hash)
+	}
+	return item, err
+}
+
+// A stateHint is the hash of an item whose state a coming operation will
+// touch, if ok.
+type stateHint struct {
+	hash uint64
+	ok   bool
+}
+
+// take waits for an item and hands it out, under the mutex; it also returns
+// the hash of the item that is then at the head of the FIFO. For Get, ctx is
+// Background, which is never done: the wait then registers nothing on ctx.
+func (q *Queue[T]) take(ctx context.Context) (item T, next stateHint, err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	var stop func() bool // unregisters the context callback, once registered
@@ -258,7 +282,7 @@ func (q *Queue[T]) get(ctx context.Context) (item T, err error) {
 			if stop != nil {
 				stop()
 			}
-			return item, context.Cause(ctx)
+			return item, next, context.Cause(ctx)
 		}
 		if q.waiting.len() > 0 {
 			q.promoteLocked(q.nowLocked())
@@ -278,17 +302,21 @@ func (q *Queue[T]) get(ctx context.Context) (item T, err error) {
 		stop()
 	}
 	if q.ready.len() == 0 {
-		return item, ErrQueueShutDown
+		return item, next, ErrQueueShutDown
 	}
 	e := q.ready.pop()
-	q.states[e.item] = queueProcessing // dirty is cleared: a new Add queues it again
+	_, ref := q.states.find(e.hash, e.item)
+	q.states.set(ref, e.item, queueProcessing) // dirty is cleared: a new Add queues it again
 	if q.metrics != nil {
 		now := q.nowLocked()
 		q.starts[e.item] = now
 		q.metrics.SetDepth(q.ready.len())
 		q.metrics.ObserveLatency(time.Duration(now - e.at))
 	}
-	return e.item, nil
+	if q.ready.len() > 0 {
+		next = stateHint{q.ready.peek().hash, true}
+	}
+	return e.item, next, nil
 }
 
 // wakeGetters wakes every goroutine blocked in Get, so that those whose
@@ -305,6 +333,7 @@ func (q *Queue[T]) wakeGetters() {
 // client-go would queue a second copy of it if it was dirty
 // (kubernetes#141079).
 func (q *Queue[T]) Done(item T) {
+	h := q.states.hash(item) // Get has just loaded item's state: no prefetch
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	now := int64(-1)
@@ -314,8 +343,8 @@ func (q *Queue[T]) Done(item T) {
 		now = q.nowLocked()
 		q.promoteLocked(now)
 	}
-	st, ok := q.states[item]
-	if !ok || st&queueProcessing == 0 {
+	st, ref := q.states.find(h, item)
+	if st&queueProcessing == 0 {
 		return
 	}
 	if q.metrics != nil {
@@ -326,20 +355,13 @@ func (q *Queue[T]) Done(item T) {
 		delete(q.starts, item)
 	}
 	if st&queueDirty != 0 {
-		q.states[item] = queueDirty
-		q.pushReadyLocked(item, now)
+		q.states.set(ref, item, queueDirty)
+		q.pushReadyLocked(item, h, now)
 		return
 	}
-	delete(q.states, item)
-	if len(q.states) == 0 {
-		if q.peak > queueKeepSize {
-			// A Go map never gives back the memory of its peak size: after
-			// a burst, start afresh.
-			q.states, q.peak = make(map[T]uint8), 0
-		}
-		if q.draining {
-			q.drained.Broadcast()
-		}
+	q.states.remove(ref, item) // gives the memory of a burst back when it empties
+	if q.states.len() == 0 && q.draining {
+		q.drained.Broadcast()
 	}
 }
 
@@ -374,7 +396,7 @@ func (q *Queue[T]) ShutDownWithDrain() {
 	defer q.mu.Unlock()
 	q.shutDownLocked()
 	q.draining = true
-	for q.draining && len(q.states) > 0 {
+	for q.draining && q.states.len() > 0 {
 		q.drained.Wait()
 	}
 }

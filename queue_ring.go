@@ -3,7 +3,8 @@ package backoff
 // readyEntry is an item in a queue's FIFO of items ready to be handed out.
 type readyEntry[T comparable] struct {
 	item T
-	at   int64 // when the item joined the FIFO, since the epoch (read only with metrics)
+	at   int64  // when the item joined the FIFO, since the epoch (read only with metrics)
+	hash uint64 // the item's hash in the queue's itemStates, which Get needs under the lock
 }
 
 const (
@@ -41,8 +42,8 @@ type readyFIFO[T comparable] struct {
 
 func (r *readyFIFO[T]) len() int { return r.n }
 
-// push appends item, which joined at time at.
-func (r *readyFIFO[T]) push(item T, at int64) {
+// push appends item, which has hash h and joined at time at.
+func (r *readyFIFO[T]) push(item T, h uint64, at int64) {
 	c := r.tail
 	if c == nil || c.tail == len(c.buf) {
 		c = r.newChunk()
@@ -53,10 +54,13 @@ func (r *readyFIFO[T]) push(item T, at int64) {
 		}
 		r.tail = c
 	}
-	c.buf[c.tail] = readyEntry[T]{item: item, at: at}
+	c.buf[c.tail] = readyEntry[T]{item: item, at: at, hash: h}
 	c.tail++
 	r.n++
 }
+
+// peek returns the oldest entry. The FIFO must not be empty.
+func (r *readyFIFO[T]) peek() *readyEntry[T] { return &r.head.buf[r.head.head] }
 
 // pop removes and returns the oldest entry. The FIFO must not be empty.
 func (r *readyFIFO[T]) pop() readyEntry[T] {

@@ -14,7 +14,7 @@ func TestReadyFIFOOrderAcrossChunks(t *testing.T) {
 	// and every chunk but the tail and one spare is let go.
 	for _, burst := range []struct{ push, pop int }{{5_000, 3_000}, {10, 2_000}, {7_000, 7_010}, {1, 1}} {
 		for range burst.push {
-			r.push(next, int64(next))
+			r.push(next, uint64(next), int64(next))
 			next++
 		}
 		for range burst.pop {

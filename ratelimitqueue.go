@@ -58,7 +58,7 @@ func (q *RateLimitingQueue[T]) AddRateLimited(item T) {
 	}
 	now := q.nowLocked()
 	q.promoteLocked(now) // an item that is due counts as queued, not waiting
-	if q.states[item]&queueDirty != 0 || q.waiting.find(item) >= 0 {
+	if st, _ := q.states.find(q.states.hash(item), item); st&queueDirty != 0 || q.waiting.find(item) >= 0 {
 		return
 	}
 	q.addAfterLocked(item, q.limiter.When(item), now)
