@@ -59,9 +59,6 @@ func (r *readyFIFO[T]) push(item T, h uint64, at int64) {
 	r.n++
 }
 
-// peek returns the oldest entry. The FIFO must not be empty.
-func (r *readyFIFO[T]) peek() *readyEntry[T] { return &r.head.buf[r.head.head] }
-
 // pop removes and returns the oldest entry. The FIFO must not be empty.
 func (r *readyFIFO[T]) pop() readyEntry[T] {
 	c := r.head

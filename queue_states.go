@@ -16,16 +16,14 @@ import (
 // new item) and every Get (updating the item it hands out) misses the cache
 // once on it. With a Go map both misses happen while the queue's mutex is
 // held, so the queue moves at the speed of one core waiting for memory
-// however many cores it has. This table lets a goroutine load the cache line
-// where the probe for an item starts before it takes the mutex
-// (itemStates.prefetch): Add loads the line of the item it adds, and Get,
-// once it has let go of the mutex, the line of the item that the next Get
-// hands out. The miss then costs a core that holds no lock, while another
-// goroutine works under it. Measured with 2 producers and 2 workers on the 2
-// cores of the machine of BENCHMARKS.md (BenchmarkQueueAddGetDone/mode=2p2w
-// with -cpuprofile): with a Go map the cores were 1.1 busy out of 2, half of
-// the samples on those two misses, 600 ns per item; with this table, 1.6
-// busy and 460 ns per item.
+// however many cores it has. This table lets Add load the cache line where
+// the probe for its item starts before it takes the mutex
+// (itemStates.prefetch): the miss then costs a core that holds no lock,
+// while another goroutine works under it. Measured with 2 producers and 2
+// workers on the 2 cores of the machine of BENCHMARKS.md
+// (BenchmarkQueueAddGetDone/mode=2p2w, with -cpuprofile): with a Go map the
+// cores were 1.1 busy out of 2, half of the samples on those two misses,
+// and an item took about 600 ns; with this table, about 350 ns.
 //
 // The layout is that of the Backoff's entryTable (backoff_table.go): buckets
 // of one control word and seven slots, linear probing over buckets, 7/8 at
