@@ -52,6 +52,13 @@ var (
 //     keys (then starts afresh), the cost of remembering that an item
 //     waits, which AddAfter must do to find it again (client-go does it
 //     too, in its waiting loop's map);
+//   - op=index-floor/slots=4M: under a mutex, time.Since, the read of a
+//     1-byte tag at a random slot of 4M and a 4-byte store at the same slot
+//     of another array: the memory work that our AddAfter's index does for
+//     a new item at the size a one-second run reaches (queue_index.go:
+//     tags, then the heap position), without hashing, growth or the heap.
+//     With the position array far larger than the caches, the store's
+//     cache miss is paid at the Unlock, which must wait for it;
 //   - op=next-floor/keys=100k/mode=striped-parallel: next-floor run by
 //     b.RunParallel (one goroutine per core), with the key's entry guarded by
 //     one of 8 mutexes on separate cache lines, as any sharded, locked
@@ -148,6 +155,31 @@ func BenchmarkFloor(b *testing.B) {
 				m[i] = uint32(i)
 			}
 			sinkInt = len(m)
+		})
+		b.Run("op=index-floor/slots=4M", func(b *testing.B) {
+			b.ReportAllocs()
+			const slots = 1 << 22
+			tags := make([]uint8, slots)
+			positions := make([]uint32, slots)
+			for i := range tags { // fault the memory in first
+				tags[i], positions[i] = 0x80, 1
+			}
+			var mu sync.Mutex
+			epoch := time.Now()
+			x := uint64(0x9E3779B97F4A7C15)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				x ^= x << 13 // xorshift: the slot a hash would pick
+				x ^= x >> 7
+				x ^= x << 17
+				s := x & (slots - 1)
+				mu.Lock()
+				now := time.Since(epoch)
+				if tags[s] != 0 {
+					positions[s] = uint32(now)
+				}
+				mu.Unlock()
+			}
 		})
 		b.Run("op=next-floor/keys=100k/mode=striped-parallel", func(b *testing.B) {
 			b.ReportAllocs()
