@@ -76,15 +76,22 @@ const (
 // newEntryTable returns an empty table with room for n entries at most half
 // full.
 func newEntryTable(n int) *entryTable {
-	size := 1
-	for size*bucketSlots < 2*n {
-		size <<= 1
-	}
+	size := bucketsFor(n)
 	t := &entryTable{buckets: make([]tableBucket, size), mask: uint64(size - 1)}
 	for i := range t.buckets {
 		t.buckets[i].tags.Store(newBucketTags)
 	}
 	return t
+}
+
+// bucketsFor returns the number of buckets of a table built for n entries:
+// the smallest power of two whose slots hold them at most half full.
+func bucketsFor(n int) int {
+	size := 1
+	for size*bucketSlots < 2*n {
+		size <<= 1
+	}
+	return size
 }
 
 // start returns the first bucket to probe for hash h. The shard was chosen by
@@ -112,6 +119,9 @@ func emptySlots(tags uint64) uint64 { return zeroBytes(tags) }
 
 // slotOf returns the slot whose tag byte carries the lowest bit set in m.
 func slotOf(m uint64) int { return bits.TrailingZeros64(m) / 8 }
+
+// withSlotByte returns tags with slot j's byte replaced by b.
+func withSlotByte(tags uint64, j int, b uint64) uint64 { return tags&^(0xff<<(8*j)) | b<<(8*j) }
 
 // find returns the entry of id, whose hash is h, or nil. t may be nil (an
 // empty shard). It takes no lock; the entry it returns may be dead.
@@ -169,7 +179,7 @@ func (t *entryTable) remove(h uint64, e *entry) {
 		tags := b.tags.Load()
 		for m := matching(tags, tag); m != 0; m &= m - 1 {
 			if j := slotOf(m); b.slots[j].Load() == e {
-				b.tags.Store(tags&^(0xff<<(8*j)) | tagDeleted<<(8*j))
+				b.tags.Store(withSlotByte(tags, j, tagDeleted))
 				b.slots[j].Store(nil) // after the tag, for the garbage collector
 				return
 			}

@@ -75,6 +75,9 @@ type stateRef int
 // state.
 func stateTag(h uint64) uint64 { return tagFull | h>>59 }
 
+// stateOf returns the state bits of slot j, which is full, in ctrl.
+func stateOf(ctrl uint64, j int) uint8 { return uint8(ctrl>>(8*j)) >> stateShift & 3 }
+
 // init readies the table; it must run before the queue is shared.
 func (s *itemStates[T]) init() { s.seed = maphash.MakeSeed() }
 
@@ -119,7 +122,7 @@ func (s *itemStates[T]) find(h uint64, item T) (uint8, stateRef) {
 		ctrl := b.ctrl
 		for m := zeroBytes(ctrl&stateTagBits ^ tag); m != 0; m &= m - 1 {
 			if j := slotOf(m); b.items[j] == item {
-				return uint8(ctrl>>(8*j)) >> stateShift & 3, stateRef(int(i)<<3 | j)
+				return stateOf(ctrl, j), stateRef(int(i)<<3 | j)
 			}
 		}
 		if emptySlots(ctrl) != 0 {
@@ -131,34 +134,32 @@ func (s *itemStates[T]) find(h uint64, item T) (uint8, stateRef) {
 // set changes the state of the entry that find found at ref to st (not 0).
 // item is unused: the map build needs it.
 func (s *itemStates[T]) set(ref stateRef, _ T, st uint8) {
-	b, shift := s.at(ref)
-	ctrl := b.ctrl
+	b, j := s.at(ref)
 	const stateMask = 3 << stateShift
-	b.ctrl = ctrl&^(stateMask<<shift) | uint64(st)<<stateShift<<shift
+	b.ctrl = b.ctrl&^(stateMask<<(8*j)) | uint64(st)<<(stateShift+8*j)
 }
 
 // remove deletes the entry that find found at ref.
 func (s *itemStates[T]) remove(ref stateRef, _ T) {
-	b, shift := s.at(ref)
+	b, j := s.at(ref)
 	var zero T
-	b.items[ref&7] = zero // for the garbage collector
-	ctrl := b.ctrl
+	b.items[j] = zero // for the garbage collector
 	mark := uint64(tagDeleted)
-	if emptySlots(ctrl) != 0 {
+	if emptySlots(b.ctrl) != 0 {
 		// No probe has passed this bucket since the table was built (it
 		// has never been full), so the slot may become empty again.
 		mark = tagEmpty
 		s.used--
 	}
-	b.ctrl = ctrl&^(0xff<<shift) | mark<<shift
+	b.ctrl = withSlotByte(b.ctrl, j, mark)
 	if s.live--; s.live == 0 {
 		s.clear()
 	}
 }
 
-// at returns the bucket of ref and the shift of its slot's control byte.
-func (s *itemStates[T]) at(ref stateRef) (*stateBucket[T], uint) {
-	return &s.tab.Load().buckets[ref>>3], 8 * uint(ref&7)
+// at returns the bucket and the slot of ref.
+func (s *itemStates[T]) at(ref stateRef) (*stateBucket[T], int) {
+	return &s.tab.Load().buckets[ref>>3], int(ref & 7)
 }
 
 // clear empties a table that has no entry left: a large one is dropped (the
@@ -197,7 +198,7 @@ func (s *itemStates[T]) insert(h uint64, item T, st uint8) {
 			s.used++
 		}
 		b.items[j] = item
-		b.ctrl = ctrl&^(0xff<<(8*j)) | (stateTag(h)|uint64(st)<<stateShift)<<(8*j)
+		b.ctrl = withSlotByte(ctrl, j, stateTag(h)|uint64(st)<<stateShift)
 		s.live++
 		return
 	}
@@ -206,10 +207,7 @@ func (s *itemStates[T]) insert(h uint64, item T, st uint8) {
 // rebuild publishes a table with room for n entries at most half full,
 // holding every entry of the current one, and returns it.
 func (s *itemStates[T]) rebuild(n int) *stateTable[T] {
-	size := 1
-	for size*bucketSlots < 2*n {
-		size <<= 1
-	}
+	size := bucketsFor(n)
 	nt := &stateTable[T]{buckets: make([]stateBucket[T], size), mask: uint64(size - 1)}
 	for i := range nt.buckets {
 		nt.buckets[i].ctrl = newBucketTags
@@ -223,7 +221,7 @@ func (s *itemStates[T]) rebuild(n int) *stateTable[T] {
 			ctrl := b.ctrl
 			for m := ctrl & msbs & slotBytes; m != 0; m &= m - 1 {
 				j := slotOf(m)
-				s.insert(s.hash(b.items[j]), b.items[j], uint8(ctrl>>(8*j))>>stateShift&3)
+				s.insert(s.hash(b.items[j]), b.items[j], stateOf(ctrl, j))
 			}
 		}
 	}
