@@ -61,38 +61,58 @@ type waitHeap[T comparable] struct {
 	n      int            // the number of entries
 	index  waitIndex[T]
 	seq    uint32 // the seq that the next push or lower assigns
+
+	batch waitBatch[T] // pushOrLower calls not applied yet (queue_heap_batch.go)
 }
 
-func (h *waitHeap[T]) len() int { return h.n }
+// len returns the number of entries plus the number of batched pushOrLower
+// calls: more than zero exactly when an item waits, and the number of
+// waiting items once the batch is applied (find and popMin apply it).
+func (h *waitHeap[T]) len() int { return h.n + h.batch.n }
 
-// entry returns the entry at position i < len().
+// entry returns the entry at position i < n.
 func (h *waitHeap[T]) entry(i int) *waitEntry[T] {
 	return &h.chunks[i>>waitChunkShift][i&waitChunkMask]
 }
 
-// minAt returns the ready time of the earliest entry. The heap must not be
-// empty.
-func (h *waitHeap[T]) minAt() int64 { return h.chunks[0][0].at }
+// minAt returns the earliest ready time of a waiting item, batched or not.
+// The heap must not be empty (len() > 0).
+//
+// It leaves the batch alone, so that re-arming the timer after an AddAfter
+// stays cheap. A batched time earlier than every entry's is exact: applying
+// it either pushes a new entry with that time or moves an entry earlier to
+// it.
+func (h *waitHeap[T]) minAt() int64 {
+	if h.batch.n > 0 && (h.n == 0 || h.batch.minAt < h.chunks[0][0].at) {
+		return h.batch.minAt
+	}
+	return h.chunks[0][0].at
+}
 
-// find returns the heap position of item, or -1 if it does not wait.
+// find applies the batch and returns the heap position of item, or -1 if it
+// does not wait.
 func (h *waitHeap[T]) find(item T) int {
+	h.apply()
 	if h.n == 0 {
 		return -1
 	}
 	return h.index.find(h, item)
 }
 
-// push adds item, which must not be in the heap, with ready time at.
+// push applies the batch, then adds item, which must not be in the heap,
+// with ready time at.
 func (h *waitHeap[T]) push(item T, at int64) {
+	h.apply()
 	_, pr := h.index.lookup(h, item)
 	h.pushProbed(item, at, pr)
 }
 
-// pushOrLower makes item wait until at, or until its current ready time if
-// that is earlier. It is AddAfter's one probe of the index: a new item goes
-// into the free slot where the lookup ended.
-func (h *waitHeap[T]) pushOrLower(item T, at int64) {
-	i, pr := h.index.lookup(h, item)
+// pushOrLowerHashed makes item, whose hash is hv (index.hashOf), wait until
+// at, or until its current ready time if that is earlier. It is the one
+// probe of the index per AddAfter: a new item goes into the free slot where
+// the lookup ended. The index table must exist (index.prepare).
+func (h *waitHeap[T]) pushOrLowerHashed(item T, at int64, hv uint64) {
+	i, pr := h.index.lookupHashed(h, item, hv)
 	if i < 0 {
 		h.pushProbed(item, at, pr)
 	} else if at < h.entry(i).at {
@@ -127,7 +147,8 @@ func (h *waitHeap[T]) lower(i int, at int64) {
 	h.up(i)
 }
 
-// removeAt removes the entry at position i and returns it.
+// removeAt removes the entry at position i and returns it. Positions come
+// from find, which applies the batch.
 func (h *waitHeap[T]) removeAt(i int) waitEntry[T] {
 	e := *h.entry(i)
 	h.index.remove(h, i)
@@ -169,9 +190,12 @@ func (h *waitHeap[T]) dropLast() {
 	}
 }
 
-// popMin removes the earliest entry and returns it. The heap must not be
-// empty.
-func (h *waitHeap[T]) popMin() waitEntry[T] { return h.removeAt(0) }
+// popMin applies the batch, then removes the earliest entry and returns it.
+// The heap must not be empty.
+func (h *waitHeap[T]) popMin() waitEntry[T] {
+	h.apply()
+	return h.removeAt(0)
+}
 
 // up restores the heap order above position i after its entry moved
 // earlier. It moves the entry through a hole instead of swapping, so each

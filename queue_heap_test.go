@@ -12,11 +12,12 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 )
 
-// checkWaitHeap fails t unless h keeps its invariants: the heap property
-// (no entry comes out before its parent), and an index that finds every
-// entry at its position.
+// checkWaitHeap applies h's batch, then fails t unless h keeps its
+// invariants: the heap property (no entry comes out before its parent), and
+// an index that finds every entry at its position.
 func checkWaitHeap[T comparable](t testing.TB, h *waitHeap[T]) {
 	t.Helper()
+	h.apply()
 	checkWaitChunks(t, h)
 	for i := 1; i < h.len(); i++ {
 		if p := (i - 1) / waitArity; waitBefore(h.entry(i), h.entry(p)) {
@@ -116,6 +117,62 @@ func TestWaitHeapMatchesReference(t *testing.T) {
 				delete(ref, want)
 				checkWaitHeap(t, &h)
 			}
+		})
+	}
+}
+
+// TestWaitHeapBatchMatchesReference drives pushOrLower, which batches, with
+// popMin and find, which apply the batch, against the reference model. Between
+// applications, len and minAt must already tell whether and when an item
+// waits; the pops must come in the order of the calls' times and, among equal
+// times, of the calls.
+func TestWaitHeapBatchMatchesReference(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 3, 4} {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 0))
+			var h waitHeap[int]
+			ref := map[int]refEntry{}
+			seq, fullBatches := 0, 0
+			for op := 0; op < 20000; op++ {
+				item := rng.IntN(500)
+				switch r := rng.IntN(20); {
+				case r < 17:
+					at := int64(rng.IntN(100)) // many ties
+					if h.batch.n == waitBatchLen {
+						fullBatches++
+					}
+					h.pushOrLower(item, at)
+					if e, ok := ref[item]; !ok || at < e.at {
+						ref[item] = refEntry{at, seq}
+						seq++
+					}
+				case r < 19 && len(ref) > 0:
+					want := refMin(ref)
+					e := h.popMin()
+					require.Equal(t, want, e.item, "op %d: popMin", op)
+					require.Equal(t, ref[want].at, e.at)
+					delete(ref, want)
+				default:
+					_, inRef := ref[item]
+					require.Equal(t, inRef, h.find(item) >= 0, "op %d: find(%d)", op, item)
+					require.Equal(t, len(ref), h.len(), "op %d: len after find", op)
+				}
+				require.Equal(t, len(ref) > 0, h.len() > 0, "op %d: len", op)
+				if len(ref) > 0 {
+					require.Equal(t, ref[refMin(ref)].at, h.minAt(), "op %d: minAt", op)
+				}
+				if op%101 == 0 {
+					checkWaitHeap(t, &h)
+				}
+			}
+			require.Greater(t, fullBatches, 100, "batches filled up and were applied by pushOrLower")
+			for len(ref) > 0 {
+				want := refMin(ref)
+				require.Equal(t, want, h.popMin().item)
+				delete(ref, want)
+			}
+			require.Zero(t, h.len())
+			checkWaitHeap(t, &h)
 		})
 	}
 }

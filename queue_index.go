@@ -35,8 +35,24 @@ const waitIndexMinSlots = 8
 
 // hash returns the slot where the probe for item starts, and its tag.
 func (x *waitIndex[T]) hash(item T) (home int, tag uint8) {
-	h := maphash.Comparable(x.seed, item)
-	return int(h & uint64(len(x.slots)-1)), uint8(h>>57) | 0x80
+	return x.split(x.hashOf(item))
+}
+
+// hashOf returns item's hash. It must not be called before the table
+// exists: the seed is made with it (see prepare).
+func (x *waitIndex[T]) hashOf(item T) uint64 { return maphash.Comparable(x.seed, item) }
+
+// split returns the slot where the probe for an item of hash hv starts, and
+// the item's tag.
+func (x *waitIndex[T]) split(hv uint64) (home int, tag uint8) {
+	return int(hv & uint64(len(x.slots)-1)), uint8(hv>>57) | 0x80
+}
+
+// prepare makes the table, and with it the seed, if there is none yet.
+func (x *waitIndex[T]) prepare(h *waitHeap[T]) {
+	if x.slots == nil {
+		x.rebuild(h, waitIndexMinSlots)
+	}
 }
 
 // waitProbe is where a lookup that missed ended: the free slot in which the
@@ -58,8 +74,14 @@ func (x *waitIndex[T]) lookup(h *waitHeap[T], item T) (int, waitProbe) {
 	if len(x.slots) == 0 {
 		return -1, waitProbe{slot: -1}
 	}
+	return x.lookupHashed(h, item, x.hashOf(item))
+}
+
+// lookupHashed is lookup for an item whose hash (hashOf) is hv. The table
+// must exist.
+func (x *waitIndex[T]) lookupHashed(h *waitHeap[T], item T, hv uint64) (int, waitProbe) {
 	mask := len(x.slots) - 1
-	i, tag := x.hash(item)
+	i, tag := x.split(hv)
 	for {
 		t := x.tags[i]
 		if t == 0 {

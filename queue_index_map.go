@@ -26,6 +26,16 @@ func (x *waitIndex[T]) lookup(h *waitHeap[T], item T) (int, waitProbe) {
 	return x.find(h, item), waitProbe{}
 }
 
+// hashOf, prepare and lookupHashed exist for the batch (queue_heap_batch.go):
+// a map needs no hash from its caller.
+func (x *waitIndex[T]) hashOf(T) uint64 { return 0 }
+
+func (x *waitIndex[T]) prepare(*waitHeap[T]) {}
+
+func (x *waitIndex[T]) lookupHashed(h *waitHeap[T], item T, _ uint64) (int, waitProbe) {
+	return x.lookup(h, item)
+}
+
 func (x *waitIndex[T]) insert(h *waitHeap[T], pos int, _ waitProbe) {
 	if x.pos == nil {
 		x.pos = make(map[T]int)
