@@ -5,9 +5,11 @@ package backoff
 //
 // Measured on the VM of BENCHMARKS.md, AddAfter of distinct items into a
 // queue growing to 3M waiting items (BenchmarkAddAfter/impl=ours,
-// -benchtime=3000000x, 3 interleaved rounds): 385–415 ns/op applied one by
-// one, 340–350 with batches of 8, 300–330 with 16, 300–330 with 32. 16 it
-// is: larger batches gain nothing and cost memory in every queue.
+// -benchtime=3000000x, 3 interleaved rounds): 385–420 ns/op applied one by
+// one; with each item hashed in the probe loop, 331–348 with batches of 8,
+// 321–339 with 16, 312–331 with 32; with the hashes first, as apply does,
+// 300–328 with 16 and 301–306 with 64. 16 it is: larger batches gain little
+// and hold more items.
 const waitBatchLen = 16
 
 // waitBatch holds the latest pushOrLower calls, in call order, until the
@@ -68,7 +70,7 @@ func (h *waitHeap[T]) apply() {
 	b.n = 0
 	h.index.prepare(h)
 	// Hashing every item before the first probe starts the probes' loads
-	// sooner: 300–330 against 320–345 ns/op hashing in the probe loop.
+	// sooner (see waitBatchLen for the figures).
 	var hv [waitBatchLen]uint64
 	for k := range n {
 		hv[k] = h.index.hashOf(b.calls[k].item)
