@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -44,10 +45,16 @@ var (
 //   - op=next-floor/keys=100k: that, plus time.Since and a mutex: no
 //     implementation of Backoff.Next that reads the clock and finds the key
 //     can be cheaper;
-//   - op=fresh-24B: storing 24 bytes per item into memory obtained fresh as
-//     a collection grows to 4M items (in 12 KiB chunks, never copied), the
-//     cost of the memory a waiting item needs, before any hashing or
-//     ordering;
+//   - op=fresh-24B: storing 24 bytes per item into memory obtained fresh
+//     from the operating system as a collection grows to 4M items (in 12 KiB
+//     chunks, never copied), the cost of the memory a waiting item needs,
+//     before any hashing or ordering. Each 4M-item round starts after the
+//     previous round's memory has been returned to the operating system
+//     (debug.FreeOSMemory, outside the timed region), so that every page is
+//     touched for the first time, as when a queue grows in a fresh process;
+//     memory the Go runtime has already faulted in and reuses costs a tenth
+//     of that or less. The page faults are the cost: divided by 4096/24,
+//     this is the price of a first touch of a 4 KiB page;
 //   - op=map-insert: inserting a new int key into a Go map that grows to 4M
 //     keys (then starts afresh), the cost of remembering that an item
 //     waits, which AddAfter must do to find it again (client-go does it
@@ -132,10 +139,15 @@ func BenchmarkFloor(b *testing.B) {
 			const chunkLen = 512
 			var chunks [][]floorEntry
 			n := 0
+			debug.FreeOSMemory() // what earlier runs left behind, too
+			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				if n%chunkLen == 0 {
 					if n >= 4_000_000 {
+						b.StopTimer()
 						chunks, n = nil, 0
+						debug.FreeOSMemory()
+						b.StartTimer()
 					}
 					chunks = append(chunks, make([]floorEntry, 0, chunkLen))
 				}
