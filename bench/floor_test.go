@@ -53,7 +53,7 @@ var (
 //     (debug.FreeOSMemory, outside the timed region), so that every page is
 //     touched for the first time, as when a queue grows in a fresh process;
 //     memory the Go runtime has already faulted in and reuses costs a tenth
-//     of that or less. The page faults are the cost: divided by 4096/24,
+//     of that or less. The page faults are the cost: multiplied by 4096/24,
 //     this is the price of a first touch of a 4 KiB page;
 //   - op=map-insert: inserting a new int key into a Go map that grows to 4M
 //     keys (then starts afresh), the cost of remembering that an item
