@@ -51,7 +51,7 @@ var (
 	controllerImpls   []impl[func() limiter] // the default controller limiter
 	bucketImpls       []impl[func() limiter] // a 10 qps, burst 100 token bucket
 	retryImpls        []impl[retryFunc]
-	latenessImplsOnly []impl[func() queue] // extra rows for lateness only (the bare timer)
+	latenessImplsOnly []impl[func() queue] // extra rows for lateness only (the timer floors)
 )
 
 // retryFunc makes one retried call: fn is called until it returns nil, at

@@ -158,6 +158,61 @@ func BenchmarkAddAfter(b *testing.B) {
 	})
 }
 
+// BenchmarkAddAfterPrefaulted is BenchmarkAddAfter in a process whose heap
+// has already been faulted in, as in a long-running controller: before the
+// timed region, a ballast of 512 bytes per op (more than any implementation
+// allocates per AddAfter) is written page by page and freed, so that the
+// queue's allocations reuse memory the process already holds instead of
+// taking fresh pages from the operating system. It separates the price of
+// first touches, which is high on the VM of BENCHMARKS.md (BenchmarkFloor
+// op=fresh-24B), from the rest of each implementation's cost. faults/kop is
+// the minor page faults per 1,000 ops in the timed region (getrusage): near
+// zero when the premise held. Run it with a fixed count, the same for every
+// implementation (-benchtime=3000000x), so that all queues reach the same
+// size; with -benchtime=1x (CI) there is no ballast.
+func BenchmarkAddAfterPrefaulted(b *testing.B) {
+	forEach(b, queueImpls, func(b *testing.B, mk func() queue) {
+		b.ReportAllocs()
+		if b.N > 1 {
+			prefault(512 * b.N)
+		}
+		faults := minorFaults()
+		q := mk()
+		b.ResetTimer()
+		fillFar(q, 0, b.N)
+		absorb(b, q)
+		b.StopTimer()
+		b.ReportMetric(float64(minorFaults()-faults)/float64(b.N)*1000, "faults/kop")
+		q.ShutDown()
+	})
+}
+
+// ballast keeps prefault's allocation reachable while it is written.
+var ballast []byte
+
+// prefault makes the process hold n bytes of heap memory that are faulted in
+// and free: it writes one byte per 4 KiB page of a fresh n-byte allocation,
+// then frees it. The Go runtime returns free memory to the operating system
+// only gradually (its background scavenger), so allocations made in the next
+// seconds reuse these pages.
+func prefault(n int) {
+	ballast = make([]byte, n)
+	for i := 0; i < n; i += 4096 {
+		ballast[i] = 1
+	}
+	ballast = nil
+	runtime.GC()
+}
+
+// minorFaults returns the minor page faults this process has taken.
+func minorFaults() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		panic(err)
+	}
+	return ru.Minflt
+}
+
 // waitingHeapItems is how many items BenchmarkWaitingHeap holds.
 const waitingHeapItems = 1_000_000
 

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	cenkalti "github.com/cenkalti/backoff/v5"
@@ -29,6 +30,7 @@ func init() {
 	)
 	latenessImplsOnly = append(latenessImplsOnly,
 		impl[func() queue]{"timer", func() queue { return newTimerQueue() }},
+		impl[func() queue]{"rearmed", func() queue { return newRearmedTimerQueue() }},
 	)
 	backoffImpls = append(backoffImpls,
 		impl[func() perKeyBackoff]{"clientgo", func() perKeyBackoff {
@@ -92,5 +94,67 @@ func (q *timerQueue) Get() (int, bool) { return <-q.ready, false }
 func (q *timerQueue) Done(int)         {}
 func (q *timerQueue) Len() int         { return len(q.ready) }
 func (q *timerQueue) ShutDown()        {}
+
+// rearmedTimerQueue is the lateness floor of a queue that, like ours, keeps
+// one runtime timer for all its waiting items: AddAfter appends the item to a
+// FIFO (in the lateness benchmark every item has the same delay, so ready
+// times arrive in order and a FIFO stands in for a heap) and arms the timer
+// if it was idle; the callback hands every due item to the worker over a
+// channel and re-arms the timer for the next one. Set against impl=timer, it
+// shows what re-arming one timer from its own callback costs, apart from any
+// queue's bookkeeping.
+type rearmedTimerQueue struct {
+	mu      sync.Mutex
+	waiting []rearmedItem // in ready-time order
+	timer   *time.Timer   // armed while waiting is not empty
+	ready   chan int
+}
+
+type rearmedItem struct {
+	at   time.Time
+	item int
+}
+
+func newRearmedTimerQueue() *rearmedTimerQueue {
+	return &rearmedTimerQueue{ready: make(chan int, 1<<16)}
+}
+
+func (q *rearmedTimerQueue) Add(item int) { q.ready <- item }
+func (q *rearmedTimerQueue) AddAfter(item int, d time.Duration) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.waiting = append(q.waiting, rearmedItem{time.Now().Add(d), item})
+	if len(q.waiting) == 1 {
+		q.armLocked()
+	}
+}
+
+// armLocked arms the timer for the earliest waiting item.
+func (q *rearmedTimerQueue) armLocked() {
+	d := time.Until(q.waiting[0].at)
+	if q.timer == nil {
+		q.timer = time.AfterFunc(d, q.fire)
+	} else {
+		q.timer.Reset(d)
+	}
+}
+
+func (q *rearmedTimerQueue) fire() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := time.Now()
+	for len(q.waiting) > 0 && !q.waiting[0].at.After(now) {
+		q.ready <- q.waiting[0].item
+		q.waiting = q.waiting[1:]
+	}
+	if len(q.waiting) > 0 {
+		q.armLocked()
+	}
+}
+
+func (q *rearmedTimerQueue) Get() (int, bool) { return <-q.ready, false }
+func (q *rearmedTimerQueue) Done(int)         {}
+func (q *rearmedTimerQueue) Len() int         { return len(q.ready) }
+func (q *rearmedTimerQueue) ShutDown()        {}
 
 var errAttempt = errors.New("attempt failed")
