@@ -15,6 +15,7 @@
 #   MICRO_BENCHTIME  -benchtime of the hot-path benchmarks (default 1s)
 #   GROWTH_OPS       timed AddAfter calls per BenchmarkGrowth size (default 100000x)
 #   LATENESS_OPS     1,000-item patterns per BenchmarkLateness run (default 3x)
+#   ADDAFTER_OPS     AddAfter calls per BenchmarkAddAfter run (default 3000000x)
 #   PREFAULTED_OPS   AddAfter calls per BenchmarkAddAfterPrefaulted run (default 3000000x)
 #   EXTRA_FLAGS      more flags for the test binary (e.g. -test.short)
 set -euo pipefail
@@ -28,15 +29,17 @@ fi
 micro=${MICRO_BENCHTIME:-1s}
 growth_ops=${GROWTH_OPS:-100000x}
 lateness_ops=${LATENESS_OPS:-3x}
+addafter_ops=${ADDAFTER_OPS:-3000000x}
 prefaulted_ops=${PREFAULTED_OPS:-3000000x}
 extra=${EXTRA_FLAGS:-}
 
 impls=(clientgo priorityqueue xrate cenkalti apimachinery timer rearmed floor ours)
 # group name; -bench pattern for the benchmark functions, -benchtime
 groups=(
-  "micro;^Benchmark(QueueAddGetDone|AddAfter|BackoffNext|BackoffIsInBackOffSince|ItemExponentialWhen|ControllerLimiterWhenForget|BucketWhen|Retry|Floor)\$;$micro"
+  "micro;^Benchmark(QueueAddGetDone|BackoffNext|BackoffIsInBackOffSince|ItemExponentialWhen|ControllerLimiterWhenForget|BucketWhen|Retry|Floor)\$;$micro"
   "scenario;^Benchmark(WaitingHeap|Idle)\$;1x"
   "lateness;^BenchmarkLateness\$;$lateness_ops"
+  "addafter;^BenchmarkAddAfter\$;$addafter_ops"
   "prefaulted;^BenchmarkAddAfterPrefaulted\$;$prefaulted_ops"
   "growth;^BenchmarkGrowth\$;$growth_ops"
 )
@@ -90,12 +93,13 @@ if [ -n "$(git status --porcelain -- .. 2>/dev/null)" ]; then commit="$commit (w
 how="Built once with \`go test -c\`; ${rounds} rounds; in each round every implementation ran once, one after the other,
 the rotation starting one implementation later each round. Benchtimes: hot paths \`-benchtime=${micro}\`;
 \`WaitingHeap\` and \`Idle\` \`-benchtime=1x\` (one op is a whole scenario); \`Lateness\` \`-benchtime=${lateness_ops}\`
-(patterns of 1,000 items per round, percentiles over all their items); \`AddAfterPrefaulted\` \`-benchtime=${prefaulted_ops}\`; \`Growth\` \`-benchtime=${growth_ops}\`
+(patterns of 1,000 items per round, percentiles over all their items); \`AddAfter\` \`-benchtime=${addafter_ops}\` and
+\`AddAfterPrefaulted\` \`-benchtime=${prefaulted_ops}\` (the same count for every queue, so that all reach the same size); \`Growth\` \`-benchtime=${growth_ops}\`
 (timed AddAfter calls per size; the fill to n items is untimed and done once per sub-benchmark). Extra flags: \`${extra:-none}\`.
 Wall time ${elapsed} s. The machine is shared with other work: load average (1, 5, 15 min) was ${load_start} at the start and
 ${load_end} at the end, on $(nproc) cores, so single figures are noisy; compare the ratios, which come from the same rounds."
 
 go run ./cmd/benchreport -raw "$raw" -benchstat "$work/benchstat.txt" -out ../BENCHMARKS.md \
   -rounds "$rounds" -cores "$(nproc)" -go "$(go env GOVERSION)" -cpu "$cpu" -commit "$commit" \
-  -command "ROUNDS=$rounds MICRO_BENCHTIME=$micro GROWTH_OPS=$growth_ops LATENESS_OPS=$lateness_ops PREFAULTED_OPS=$prefaulted_ops bench/run.sh" -how "$how"
+  -command "ROUNDS=$rounds MICRO_BENCHTIME=$micro GROWTH_OPS=$growth_ops LATENESS_OPS=$lateness_ops ADDAFTER_OPS=$addafter_ops PREFAULTED_OPS=$prefaulted_ops bench/run.sh" -how "$how"
 echo "== wrote BENCHMARKS.md and bench/results.txt"
