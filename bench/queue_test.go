@@ -299,7 +299,11 @@ func (g *growthState) refill(b *testing.B, mk func() queue) {
 // items waiting 1–2 h, and the live heap per waiting item at n (B/item), for
 // n = 10k, 100k, 1M and 10M: O(log n) time, flat memory. The queue is
 // refilled (untimed) after every n/4 timed adds, so its size stays within
-// [n, 1.25n]. run.sh runs it with a fixed -benchtime=Nx. -short skips 10M.
+// [n, 1.25n]. Every timed stretch of n/4 adds ends with the barrier
+// (absorb), timed, so that an asynchronous queue is charged for the work it
+// still had queued when the stretch ended; cpu-ns/op is the process's CPU
+// time over the timed stretches (reportCPU). run.sh runs it with a fixed
+// -benchtime=Nx. -short skips 10M.
 func BenchmarkGrowth(b *testing.B) {
 	defer releaseGrowth()
 	forEach(b, queueImpls, func(b *testing.B, mk func() queue) {
@@ -317,11 +321,16 @@ func BenchmarkGrowth(b *testing.B) {
 				}
 				g := growth
 				chunk := max(n/4, 1)
+				var cpu time.Duration
+				cpu0 := cpuTime()
 				b.StartTimer()
 				for i := 0; i < b.N; i++ {
 					if g.sinceFill == chunk {
+						absorb(b, g.q)
 						b.StopTimer()
+						cpu += cpuTime() - cpu0
 						g.refill(b, mk)
+						cpu0 = cpuTime()
 						b.StartTimer()
 					}
 					g.q.AddAfter(g.next, farDelays[g.next&farMask])
@@ -330,6 +339,7 @@ func BenchmarkGrowth(b *testing.B) {
 				}
 				absorb(b, g.q)
 				b.StopTimer()
+				reportCPU(b, cpu+cpuTime()-cpu0)
 				b.ReportMetric(g.bytesPerItem, "B/item")
 			})
 		}

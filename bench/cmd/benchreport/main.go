@@ -427,7 +427,9 @@ const method = `## What is compared, and how
   previous queue's memory is collected (a stopped ` + "`time.AfterFunc`" + ` timer keeps its callback, and so its
   queue, reachable until the Go runtime deletes it lazily).
 - **Growth**: the queue is filled (untimed) to n waiting items, then ` + "`AddAfter`" + ` of new distinct items is
-  timed; it is refilled after every n/4 timed adds, so its size stays within [n, 1.25n].
+  timed; it is refilled after every n/4 timed adds, so its size stays within [n, 1.25n]. Each timed stretch of
+  n/4 adds ends with the barrier above (timed), and ` + "`cpu-ns/op`" + ` is the process's CPU time over the timed
+  stretches.
 - **Lateness**: real clock; 1,000 items added 1 ms apart, each with a 10 ms delay, one worker blocked in
   ` + "`Get`" + `; lateness = when ` + "`Get`" + ` returned − (when ` + "`AddAfter`" + ` was called + 10 ms). The floor ("bare
   time.AfterFunc") arms one runtime timer per item whose callback hands the item to the same kind of worker
