@@ -38,6 +38,85 @@
 //
 // The Examples show each of these on a fake clock.
 //
+// # Four kinds of "backoff"
+//
+// Four names in this package speak of backoff, after the Kubernetes names
+// they keep; they are different things:
+//
+//   - [Backoff] (from [NewBackOff]) is state: a table of ids, each with its
+//     current delay, that answers "must this id still hold off?". It is
+//     client-go's flowcontrol.Backoff, for gating repeated work per key.
+//   - [Schedule] is a value: the series of waits between attempts (first
+//     wait, factor, jitter, number of steps, cap), read by [Retry],
+//     [ExponentialBackoff] and [OnError]. It is apimachinery's wait.Backoff,
+//     renamed because Backoff is taken; it holds no state beyond its fields.
+//   - [BackoffManager] is an interface: it hands a loop the timer to wait on
+//     before its next run, and paces [BackoffUntil]. It is apimachinery's
+//     wait.BackoffManager; [NewExponentialBackoffManager] and
+//     [NewJitteredBackoffManager] make one.
+//   - [ExponentialBackoff] is a function: it checks a condition with the
+//     waits of a Schedule. It is apimachinery's wait.ExponentialBackoff, with
+//     its quirks; new code wants [Retry].
+//
+// # Errors
+//
+// Every error a caller may branch on can be tested with errors.Is or
+// errors.As, through any wrapping:
+//
+//   - Sentinels: [ErrAttemptsExhausted] and [ErrMaxElapsedTime] (why [Retry]
+//     gave up), [ErrWaitTimeout] (a condition that was never met), and
+//     [ErrQueueShutDown] ([Queue.GetContext] on a queue that is shut down).
+//   - [*RetryError]: what Retry returns when it gives up. It says how many
+//     attempts were made, and errors.Is reaches both the last error of fn
+//     and the reason (a sentinel above, or the context's error).
+//   - [*PermanentError], made by [Permanent] and recognised by [IsPermanent]:
+//     an error that ends Retry at once, returned as fn returned it.
+//     [*RetryAfterError], made by [RetryAfter], carries a server's hint.
+//   - The context's error: a function that stops because its ctx ended
+//     returns context.Canceled or context.DeadlineExceeded, or an error that
+//     errors.Is matches with it; [Queue.GetContext] returns the cause given
+//     to context.WithCancelCause or WithTimeoutCause, and a [*RetryError]
+//     matches that cause too. [Interrupted] tells such an end, or
+//     ErrWaitTimeout, from a condition that failed.
+//
+// An error that fn or a condition returns is never replaced by one of this
+// package: it is returned as it is or, when Retry gives up, inside a
+// *RetryError that errors.Is and errors.As see through.
+//
+// # Which function reads which option
+//
+// One [Option] type serves the whole package, so that a caller can build one
+// []Option (a clock, say) and hand it to everything. The price is that an
+// option passed to a function that does not read it is silently ignored: no
+// panic, no error. Misplaced options are thus no-ops, not mistakes the
+// package reports; this table says where each one has an effect.
+//
+//	Option                read by
+//	WithClock             NewBackOff, NewBackOffWithJitter, NewBucketRateLimiter,
+//	                      DefaultControllerRateLimiter, NewQueue, NewDelayingQueue,
+//	                      NewRateLimitingQueue, NewExponentialBackoffManager,
+//	                      NewJitteredBackoffManager, PollUntilContextTimeout,
+//	                      PollUntilContextCancel, ExponentialBackoff(WithContext),
+//	                      OnError, Retry, RetryValue, and the loop helpers except
+//	                      BackoffUntil(WithContext), which wait on the manager's
+//	                      timers
+//	WithExpiry            NewBackOff, NewBackOffWithJitter
+//	WithRequeueJitter,    NewItemExponentialFailureRateLimiter,
+//	WithMaxTrackedItems   NewItemFastSlowRateLimiter, DefaultControllerRateLimiter
+//	WithPanicHandler      Forever, Until, NonSlidingUntil, JitterUntil,
+//	                      BackoffUntil, and the WithContext forms of the last four
+//	WithJitterKind,       Retry, RetryValue (not OnError, whose waits are
+//	WithMaxElapsedTime,   ExponentialBackoff's)
+//	WithMaxRetryAfter,
+//	WithNotify,
+//	WithRetryable
+//	WithMetrics,          NewQueue, NewDelayingQueue, NewRateLimitingQueue; the name
+//	WithName,             and the logger are used by RunWorkers' logs
+//	WithLogger
+//
+// [Jitter], [NewMaxOfRateLimiter], [NewWithMaxWaitRateLimiter] and
+// [RunWorkers] take no options.
+//
 // # The clock
 //
 // Every constructor and helper that reads time or waits takes [WithClock].
@@ -45,6 +124,14 @@
 // k8s.io/utils/clock/testing and step it: nothing in this package calls
 // time.Now, time.Sleep or the time package's timers directly, so a FakeClock
 // controls every delay, and tests run in microseconds without flaking.
+//
+// Code that keeps the real clock can be tested instead inside a
+// testing/synctest bubble (Go 1.25 and later), where the real clock's time is
+// virtual: every wait of this package blocks durably there, so the bubble's
+// time advances to it at once. The one exception is a wait on [NeverStop],
+// and so [Forever]: NeverStop is made outside every bubble, and a loop that
+// waits on it keeps the bubble's time from advancing. The README says what a
+// module needs for synctest.
 //
 // # Concurrency
 //

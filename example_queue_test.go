@@ -137,7 +137,7 @@ func ExampleRunWorkers() {
 
 // A controller's queue: a worker that fails on an item requeues it with
 // AddRateLimited, and the item comes back after the limiter's delay, 5 ms,
-// 10 ms, 20 ms … with DefaultControllerRateLimiter (seed 003).
+// 10 ms, 20 ms … with DefaultControllerRateLimiter.
 func ExampleNewRateLimitingQueue() {
 	clock := testingclock.NewFakeClock(time.Date(2024, time.March, 1, 12, 0, 0, 0, time.UTC))
 	q := backoff.NewRateLimitingQueue[string](backoff.DefaultControllerRateLimiter[string](backoff.WithClock(clock)),

@@ -24,8 +24,9 @@ func ExampleNewItemExponentialFailureRateLimiter() {
 	// after Forget: 100ms
 }
 
-// The requeue delays of a controller whose reconcile keeps failing (seed 003,
-// controller-runtime's default): 5 ms doubling to 655.36 s, then 1000 s.
+// The requeue delays of a controller whose reconcile keeps failing, with
+// controller-runtime's default limiter: 5 ms doubling to 655.36 s, then
+// 1000 s.
 func ExampleDefaultControllerRateLimiter() {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	l := backoff.DefaultControllerRateLimiter[string](backoff.WithClock(clk))

@@ -4,7 +4,8 @@ module github.com/retrykit/backoff
 // (lock-free per-goroutine randomness for jitter, 1.22), context.AfterFunc and
 // the min/max builtins (1.21), and tests rely on per-iteration loop variables
 // (1.22). k8s.io/utils is pinned to the newest version whose go.mod still says
-// go 1.18; later versions require go 1.25 for code we do not use.
+// go 1.18; later versions require go 1.25 for code we do not use. .ci/run
+// builds and tests the library with the newest go1.22 release too.
 go 1.22
 
 require (

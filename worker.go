@@ -39,8 +39,8 @@ func (p *handlerPanic) Error() string { return fmt.Sprintf("backoff: handler pan
 
 // RunWorkers runs workers goroutines that take items from q and pass them to
 // handle, until ctx is done or q is shut down, and returns once every worker
-// has returned. Each worker applies controller-runtime's rules to what handle
-// returns (seed 003):
+// has returned. Each worker treats what handle returns as controller-runtime
+// treats what a Reconciler returns:
 //
 //   - an error: AddRateLimited(item), and the error is logged;
 //   - an error marked with [Permanent]: Forget(item), not requeued, logged;
