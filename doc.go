@@ -128,10 +128,8 @@
 // Code that keeps the real clock can be tested instead inside a
 // testing/synctest bubble (Go 1.25 and later), where the real clock's time is
 // virtual: every wait of this package blocks durably there, so the bubble's
-// time advances to it at once. The one exception is a wait on [NeverStop],
-// and so [Forever]: NeverStop is made outside every bubble, and a loop that
-// waits on it keeps the bubble's time from advancing. The README says what a
-// module needs for synctest.
+// time advances to it at once, [Forever] and loops given [NeverStop]
+// included. The README says what a module needs for synctest.
 //
 // # Concurrency
 //

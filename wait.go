@@ -228,6 +228,13 @@ func runOnce(ctx context.Context, f func(context.Context), onPanic func(any)) {
 // It is apimachinery's wait.ContextForChannel. Like it, it starts no
 // goroutine and needs no cancel function. It is safe for concurrent use.
 func ContextForChannel(stopCh <-chan struct{}) context.Context {
+	if stopCh == NeverStop {
+		// Neither ever closes, but a wait on a nil channel blocks durably in a
+		// testing/synctest bubble, and one on NeverStop, made at package
+		// initialisation outside every bubble, does not: the bubble's clock
+		// would never advance. Done may be nil for a context that never ends.
+		stopCh = nil
+	}
 	return stopContext{stop: stopCh}
 }
 
