@@ -430,4 +430,3 @@ func TestStatusErrorMessage(t *testing.T) {
 		(&httpretry.StatusError{StatusCode: 503, Status: "503 Service Unavailable"}).Error())
 	assert.Equal(t, "httpretry: status Too Many Requests", (&httpretry.StatusError{StatusCode: 429}).Error())
 }
-
