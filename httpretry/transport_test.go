@@ -309,8 +309,9 @@ func TestContextDeadlineBeforeFirstAttempt(t *testing.T) {
 	assert.Equal(t, 0, calls)
 }
 
-// TestClientTimeoutIsDeadlineExceeded: through an http.Client, a deadline that
-// ends during the retries still matches context.DeadlineExceeded.
+// TestClientDeadlineDuringWait: through an http.Client, a context that ends
+// during a wait, with context.DeadlineExceeded as its cause, yields an error
+// that matches both its error and its cause.
 func TestClientDeadlineDuringWait(t *testing.T) {
 	var s script
 	h := newHarness(t, s.handler(step{status: 503, header: []string{"Retry-After", "60"}}))
