@@ -16,7 +16,7 @@
 //
 // and only when the request is safe to send twice: an idempotent method (GET,
 // HEAD, OPTIONS, TRACE, PUT, DELETE) or a request that carries an
-// Idempotency-Key header (RFC 9110 §9.2.2); [Transport.Idempotent] decides
+// Idempotency-Key (or X-Idempotency-Key) header (RFC 9110 §9.2.2); [Transport.Idempotent] decides
 // otherwise. Everything else (a 4xx, a certificate the server's name does not
 // match, an unsupported scheme) is returned after one attempt, as the wrapped
 // RoundTripper returned it.
@@ -61,5 +61,6 @@
 // finally returned is the wrapped RoundTripper's, unread, and as with any
 // RoundTripper the caller must close its body. When the attempts run out on a
 // retryable status, that last response is returned with a nil error, as
-// http.Client returns any status: its body holds what the server sent.
+// http.Client returns any status; its body still reads as the server sent
+// it, from memory for the part read already.
 package httpretry

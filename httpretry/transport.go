@@ -46,7 +46,10 @@ type Transport struct {
 // s.Steps is the most attempts per request, the first included; with
 // s.Steps ≤ 0 a request is retried until it succeeds or its context ends, so
 // give such requests a deadline. opts are kept as given and passed to every
-// Retry call; do not change the slice's elements afterwards.
+// Retry call; do not change the slice's elements afterwards. The hooks among
+// them (backoff.WithNotify's, backoff.WithRetryable's) run on the goroutine
+// of the request they concern, so with concurrent requests they may run
+// concurrently.
 func NewTransport(base http.RoundTripper, s backoff.Schedule, opts ...backoff.Option) *Transport {
 	return &Transport{base: base, schedule: s, opts: opts, ready: true}
 }
