@@ -1,0 +1,66 @@
+// Package httpretry retries HTTP requests in the standard [http.RoundTripper]
+// shape, on the schedules, clock and options of package
+// github.com/retrykit/backoff.
+//
+// A [Transport] wraps another RoundTripper (http.DefaultTransport by
+// default) and sends each request again, waiting between attempts as a
+// backoff.Schedule says, when the answer is one that a later attempt may
+// change:
+//
+//   - a connection error or a timeout that is not the end of the request's
+//     own context (a refused or reset connection, a server that closed the
+//     connection mid-answer, a response header that took too long);
+//   - a status of 429 Too Many Requests, 502 Bad Gateway, 503 Service
+//     Unavailable or 504 Gateway Timeout, and 500 Internal Server Error when
+//     [Transport.RetryInternalServerError] is set.
+//
+// and only when the request is safe to send twice: an idempotent method (GET,
+// HEAD, OPTIONS, TRACE, PUT, DELETE) or a request that carries an
+// Idempotency-Key (or X-Idempotency-Key) header (RFC 9110 §9.2.2); [Transport.Idempotent] decides
+// otherwise. Everything else (a 4xx, a certificate the server's name does not
+// match, an unsupported scheme) is returned after one attempt, as the wrapped
+// RoundTripper returned it.
+//
+// [NewClient] builds an [http.Client] around a Transport in one call, for
+// the common case:
+//
+//	client := httpretry.NewClient(backoff.Schedule{
+//		Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 4, Cap: 5 * time.Second,
+//	})
+//	resp, err := client.Get(url)
+//
+// # Waits and Retry-After
+//
+// Between attempts the Transport waits as backoff.Retry does with the same
+// Schedule and options: backoff.WithClock, backoff.WithJitterKind,
+// backoff.WithMaxElapsedTime, backoff.WithNotify and backoff.WithRetryable
+// apply, and so will any later option of backoff.Retry, since the Transport
+// hands the caller's options to it unchanged. A 429 or 503 that carries a
+// Retry-After header replaces the next wait with the server's, in either form
+// (delay-seconds or an HTTP-date), bounded by backoff.WithMaxRetryAfter
+// (backoff.DefaultMaxRetryAfter by default; 0 ignores the header). A value
+// that is negative, unparsable or absurd (more than a year away) is ignored,
+// not trusted: the Schedule's wait applies. An HTTP-date is measured against
+// the response's own Date header, the server's clock, so that a client whose
+// clock is off still waits what the server meant; a response with a
+// date-form Retry-After and no usable Date header has its hint ignored.
+//
+// The request's context ends the retries at once, during an attempt or a
+// wait: RoundTrip then returns an error that errors.Is matches with the
+// context's error.
+//
+// # Bodies and connections
+//
+// A request body is sent again through [http.Request.GetBody], which
+// [http.NewRequest] sets for the usual in-memory bodies. A request with a
+// body and no GetBody (a stream) cannot be replayed, and is sent once.
+//
+// The body of a response that is discarded for a retry is read (up to 64 KiB)
+// and closed as soon as it arrives, so that its connection returns to the
+// pool during the wait and is reused by the next attempt. The response
+// finally returned is the wrapped RoundTripper's, unread, and as with any
+// RoundTripper the caller must close its body. When the attempts run out on a
+// retryable status, that last response is returned with a nil error, as
+// http.Client returns any status; its body still reads as the server sent
+// it, from memory for the part read already.
+package httpretry

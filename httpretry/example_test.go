@@ -1,0 +1,119 @@
+package httpretry_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	testclock "k8s.io/utils/clock/testing"
+
+	"github.com/retrykit/backoff"
+	"github.com/retrykit/backoff/httpretry"
+)
+
+// fakeServer is a RoundTripper that answers from a script instead of the
+// network: one response per call, the last one for ever after.
+type fakeServer []*http.Response
+
+func (s *fakeServer) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp := (*s)[0]
+	if len(*s) > 1 {
+		*s = (*s)[1:]
+	}
+	copied := *resp
+	copied.Request = req
+	copied.Body = io.NopCloser(strings.NewReader(http.StatusText(resp.StatusCode)))
+	return &copied, nil
+}
+
+func answer(code int, header ...string) *http.Response {
+	resp := &http.Response{StatusCode: code, Status: fmt.Sprintf("%d %s", code, http.StatusText(code)), Header: http.Header{}}
+	for i := 0; i+1 < len(header); i += 2 {
+		resp.Header.Set(header[i], header[i+1])
+	}
+	return resp
+}
+
+// A client that retries: the server's Retry-After replaces the Schedule's
+// wait after the 503, the Schedule paces the rest. The waits run on a fake
+// clock, stepped from the notify hook, so the Example is instant.
+func Example() {
+	server := &fakeServer{
+		answer(http.StatusServiceUnavailable, "Retry-After", "2"),
+		answer(http.StatusBadGateway),
+		answer(http.StatusOK),
+	}
+	clock := testclock.NewFakeClock(time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC))
+	start := clock.Now()
+
+	client := &http.Client{Transport: httpretry.NewTransport(server,
+		backoff.Schedule{Duration: 100 * time.Millisecond, Factor: 2, Steps: 4, Cap: 5 * time.Second},
+		backoff.WithClock(clock),
+		backoff.WithNotify(func(attempt int, err error, next time.Duration) {
+			fmt.Printf("attempt %d: %v; next in %v\n", attempt, err, next)
+			clock.Step(next)
+		}),
+	)}
+
+	resp, err := client.Get("http://api.example/items")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	fmt.Printf("%s after %v\n", resp.Status, clock.Since(start))
+	// Output:
+	// attempt 1: httpretry: 503 Service Unavailable; next in 2s
+	// attempt 2: httpretry: 502 Bad Gateway; next in 200ms
+	// 200 OK after 2.2s
+}
+
+// When the attempts run out on a retryable status, the last response is
+// returned with a nil error, as http.Client returns any status, body
+// included. A POST is retried only because it carries an Idempotency-Key.
+func Example_exhausted() {
+	server := &fakeServer{answer(http.StatusTooManyRequests, "Retry-After", "1")}
+	clock := testclock.NewFakeClock(time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC))
+	var attempts int
+	client := &http.Client{Transport: httpretry.NewTransport(server,
+		backoff.Schedule{Duration: time.Second, Steps: 3},
+		backoff.WithClock(clock),
+		backoff.WithNotify(func(attempt int, _ error, next time.Duration) {
+			attempts = attempt + 1
+			clock.Step(next)
+		}),
+	)}
+
+	req, _ := http.NewRequest(http.MethodPost, "http://api.example/orders", strings.NewReader(`{"item": 7}`))
+	req.Header.Set("Idempotency-Key", "order-7")
+	resp, err := client.Do(req)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Printf("%d attempts: %s (%s)\n", attempts, resp.Status, body)
+	// Output:
+	// 3 attempts: 429 Too Many Requests (Too Many Requests)
+}
+
+// A Transport retries only requests that are safe to send twice. Its
+// Idempotent hook widens (or narrows) the default rule.
+func ExampleTransport_Idempotent() {
+	t := httpretry.NewTransport(nil, backoff.Schedule{Duration: 100 * time.Millisecond, Factor: 2, Steps: 3})
+	t.Idempotent = func(req *http.Request) bool {
+		// This API's search endpoint takes its query in a POST body and
+		// changes nothing.
+		return httpretry.IsIdempotent(req) || (req.Method == http.MethodPost && req.URL.Path == "/search")
+	}
+	for _, target := range []string{"/search", "/orders"} {
+		req, _ := http.NewRequest(http.MethodPost, "http://api.example"+target, nil)
+		fmt.Println("POST", target, "retried:", t.Idempotent(req))
+	}
+	// Output:
+	// POST /search retried: true
+	// POST /orders retried: false
+}

@@ -1,0 +1,195 @@
+package httpretry
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/retrykit/backoff"
+)
+
+// Transport is an [http.RoundTripper] that sends a request again, waiting
+// as a backoff.Schedule says, while the answer is one a later attempt may
+// change and the request is safe to repeat; see the package documentation
+// for what is retried. Build it with [NewTransport].
+//
+// A Transport is safe for concurrent use by multiple goroutines, as long as
+// its fields are not changed once it is in use, and its wrapped RoundTripper
+// is too. Each request retries on its own: its waits are its own, and only
+// the request's goroutine waits. The zero Transport sends every request once
+// through http.DefaultTransport, without retrying.
+type Transport struct {
+	// RetryInternalServerError makes the Transport retry a 500 Internal
+	// Server Error too. It is off by default: a 500 is as often a bug that
+	// fails every time as a passing fault.
+	RetryInternalServerError bool
+
+	// Idempotent reports whether req may be sent more than once; when it
+	// returns false the request is sent once and its answer returned as is.
+	// nil means [IsIdempotent]. It is called once per request, before the
+	// first attempt, on the goroutine that calls RoundTrip. Whatever it
+	// says, a request with a body and no GetBody is sent once.
+	Idempotent func(req *http.Request) bool
+
+	base     http.RoundTripper
+	schedule backoff.Schedule
+	opts     []backoff.Option
+	ready    bool // set by NewTransport; the zero Transport does not retry
+}
+
+// NewTransport returns a Transport that sends requests through base, and
+// retries them with backoff.Retry on schedule s and options opts (a clock,
+// jitter kind, time budget, notify hook, Retry-After bound...): the waits,
+// the number of attempts and the options mean what they mean for Retry. A nil
+// base means http.DefaultTransport.
+//
+// s.Steps is the most attempts per request, the first included; with
+// s.Steps ≤ 0 a request is retried until it succeeds or its context ends, so
+// give such requests a deadline. opts are kept as given and passed to every
+// Retry call; do not change the slice's elements afterwards. The hooks among
+// them (backoff.WithNotify's, backoff.WithRetryable's) run on the goroutine
+// of the request they concern, so with concurrent requests they may run
+// concurrently.
+func NewTransport(base http.RoundTripper, s backoff.Schedule, opts ...backoff.Option) *Transport {
+	return &Transport{base: base, schedule: s, opts: opts, ready: true}
+}
+
+// NewClient returns an [http.Client] whose Transport is
+// NewTransport(nil, s, opts...): http.DefaultTransport with retries. The
+// client has no Timeout; bound a call with its request's context, whose end
+// also ends the retries.
+func NewClient(s backoff.Schedule, opts ...backoff.Option) *http.Client {
+	return &http.Client{Transport: NewTransport(nil, s, opts...)}
+}
+
+// RoundTrip sends req through the wrapped RoundTripper, and again while the
+// answer is retryable, as the package documentation says. It blocks for the
+// attempts and the waits between them, and returns at once when req's context
+// ends, with an error that errors.Is matches with the context's error.
+//
+// It returns the first answer that is not retried, as the wrapped
+// RoundTripper returned it: a response (of any status) with a nil error, or
+// an error. When the attempts or the time budget run out, it returns the
+// last response, with a nil error, if the last attempt got one, and
+// otherwise a *backoff.RetryError that says why it stopped and wraps the
+// last attempt's error. As any RoundTripper, it closes req's body, even on
+// errors, and does not modify req.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !t.ready || !t.mayRepeat(req) {
+		return t.roundTripper().RoundTrip(req)
+	}
+	a := attempts{t: t, req: req}
+	err := backoff.Retry(req.Context(), t.schedule, a.try, t.opts...)
+	return a.result(err)
+}
+
+// CloseIdleConnections closes the idle connections of the wrapped
+// RoundTripper, if it has such a method, as http.Client.CloseIdleConnections
+// expects of its Transport.
+func (t *Transport) CloseIdleConnections() {
+	if c, ok := t.roundTripper().(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+func (t *Transport) roundTripper() http.RoundTripper {
+	if t.base == nil {
+		return http.DefaultTransport
+	}
+	return t.base
+}
+
+// mayRepeat reports whether req may be sent more than once.
+func (t *Transport) mayRepeat(req *http.Request) bool {
+	if hasBody(req) && req.GetBody == nil {
+		return false // a stream cannot be sent twice
+	}
+	if t.Idempotent != nil {
+		return t.Idempotent(req)
+	}
+	return IsIdempotent(req)
+}
+
+// attempts is the state of one RoundTrip call across the attempts of
+// backoff.Retry.
+type attempts struct {
+	t     *Transport
+	req   *http.Request
+	sent  int            // attempts made so far
+	cause error          // the error of the attempt that ended the retries at once, if any
+	last  *http.Response // the latest response, nil after an error
+}
+
+// try is one attempt, the fn of backoff.Retry. It returns nil when the answer
+// is final, a retryable error for backoff.Retry to wait on, or a
+// backoff.Permanent error that ends the retries at once.
+func (a *attempts) try(ctx context.Context) error {
+	if a.last != nil {
+		discard(a.last)
+		a.last = nil
+	}
+	req := a.req
+	if a.sent > 0 && hasBody(req) {
+		body, err := req.GetBody()
+		if err != nil {
+			a.cause = err
+			return backoff.Permanent(err)
+		}
+		req = req.WithContext(ctx) // a shallow copy: RoundTrip must not modify a.req
+		req.Body = body
+	}
+	a.sent++
+	resp, err := a.t.roundTripper().RoundTrip(req)
+	if err != nil {
+		// An error caused by ctx's end is retryable here, so that
+		// backoff.Retry reports the context as the reason it stopped.
+		if ctx.Err() == nil && !retryableError(err) {
+			a.cause = err
+			return backoff.Permanent(err)
+		}
+		return err
+	}
+	a.last = resp
+	if !a.t.retryableStatus(resp.StatusCode) {
+		return nil
+	}
+	wait, hinted := retryAfter(resp)
+	release(resp)
+	err = &StatusError{StatusCode: resp.StatusCode, Status: resp.Status}
+	if hinted {
+		return backoff.RetryAfter(wait, err)
+	}
+	return err
+}
+
+// result turns what backoff.Retry returned into RoundTrip's results.
+func (a *attempts) result(err error) (*http.Response, error) {
+	if err == nil {
+		return a.last, nil
+	}
+	if a.sent == 0 && hasBody(a.req) {
+		a.req.Body.Close() // the RoundTripper contract: the body is closed even on errors
+	}
+	if a.last != nil {
+		if !endedByContext(err) {
+			return a.last, nil // out of attempts, or WithRetryable said stop
+		}
+		discard(a.last)
+	}
+	if a.cause != nil {
+		return nil, a.cause // not retryable: as the wrapped RoundTripper returned it
+	}
+	return nil, err
+}
+
+// endedByContext reports whether backoff.Retry stopped because its context
+// ended.
+func endedByContext(err error) bool {
+	var re *backoff.RetryError
+	return errors.As(err, &re) &&
+		(errors.Is(re.Reason, context.Canceled) || errors.Is(re.Reason, context.DeadlineExceeded))
+}
+
+func hasBody(req *http.Request) bool {
+	return req.Body != nil && req.Body != http.NoBody
+}

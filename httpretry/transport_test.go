@@ -1,0 +1,433 @@
+package httpretry_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/retrykit/backoff"
+	"github.com/retrykit/backoff/httpretry"
+)
+
+var (
+	busy = step{status: http.StatusServiceUnavailable, header: []string{"Retry-After", "2"}, body: "busy"}
+	ok   = step{status: http.StatusOK, body: "ok"}
+)
+
+func TestRetryAfterSecondsThenSuccess(t *testing.T) {
+	var s script
+	h := newHarness(t, s.handler(busy, busy, ok))
+	resp, body, err := h.do(t, context.Background(), http.MethodGet, nil)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "ok", body)
+	calls, _ := s.requests()
+	assert.Equal(t, 3, calls, "attempts")
+	assert.Equal(t, []time.Duration{2 * time.Second, 2 * time.Second}, h.recordedWaits())
+	assert.Equal(t, epoch.Add(4*time.Second), h.clock.Now(), "the waits went through the fake clock")
+}
+
+func TestRetryAfterHTTPDate(t *testing.T) {
+	// The server's Date header is far from the fake clock's time: the
+	// HTTP-date is measured against it, not against the client's clock.
+	date := time.Date(2015, time.October, 21, 7, 28, 0, 0, time.UTC)
+	var s script
+	h := newHarness(t, s.handler(
+		step{status: http.StatusTooManyRequests, header: []string{
+			"Date", date.Format(http.TimeFormat),
+			"Retry-After", date.Add(90 * time.Second).Format(http.TimeFormat),
+		}},
+		ok))
+	resp, _, err := h.do(t, context.Background(), http.MethodGet, nil)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, []time.Duration{90 * time.Second}, h.recordedWaits())
+}
+
+// TestRetryAfterIgnored covers the hints that are not trusted, and where the
+// header does not apply: the Schedule's first wait, 100ms, is used instead.
+func TestRetryAfterIgnored(t *testing.T) {
+	date := time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC).Format(http.TimeFormat)
+	tests := []struct {
+		name   string
+		status int
+		header []string
+		opts   []backoff.Option
+		want   time.Duration
+	}{
+		{"negative", 503, []string{"Retry-After", "-5"}, nil, 100 * time.Millisecond},
+		{"unparsable", 503, []string{"Retry-After", "soon"}, nil, 100 * time.Millisecond},
+		{"fraction", 503, []string{"Retry-After", "1.5"}, nil, 100 * time.Millisecond},
+		{"absurd", 429, []string{"Retry-After", "99999999999999999999"}, nil, 100 * time.Millisecond},
+		{"date without Date header", 503, []string{"Date", "", "Retry-After", date}, nil, 100 * time.Millisecond},
+		{"on a 502", 502, []string{"Retry-After", "7"}, nil, 100 * time.Millisecond},
+		{"on a 504", 504, []string{"Retry-After", "7"}, nil, 100 * time.Millisecond},
+		{"date in the past", 503, []string{"Date", date, "Retry-After", "Wed, 21 Oct 2015 07:28:00 GMT"}, nil, 0},
+		{"bounded by WithMaxRetryAfter", 429, []string{"Retry-After", "3600"}, []backoff.Option{backoff.WithMaxRetryAfter(time.Minute)}, time.Minute},
+		{"default bound", 429, []string{"Retry-After", "86400"}, nil, backoff.DefaultMaxRetryAfter},
+		{"hints off", 503, []string{"Retry-After", "30"}, []backoff.Option{backoff.WithMaxRetryAfter(0)}, 100 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var s script
+			h := newHarness(t, s.handler(step{status: tt.status, header: tt.header}, ok), tt.opts...)
+			resp, _, err := h.do(t, context.Background(), http.MethodGet, nil)
+			require.NoError(t, err)
+			assert.Equal(t, http.StatusOK, resp.StatusCode)
+			assert.Equal(t, []time.Duration{tt.want}, h.recordedWaits())
+		})
+	}
+}
+
+func TestStatusesRetried(t *testing.T) {
+	tests := []struct {
+		status   int
+		on500    bool
+		attempts int
+	}{
+		{http.StatusBadRequest, false, 1},
+		{http.StatusNotFound, false, 1},
+		{http.StatusConflict, false, 1},
+		{http.StatusInternalServerError, false, 1},
+		{http.StatusNotImplemented, false, 1},
+		{http.StatusInternalServerError, true, 3},
+		{http.StatusTooManyRequests, false, 3},
+		{http.StatusBadGateway, false, 3},
+		{http.StatusServiceUnavailable, false, 3},
+		{http.StatusGatewayTimeout, false, 3},
+	}
+	for _, tt := range tests {
+		t.Run(http.StatusText(tt.status), func(t *testing.T) {
+			var s script
+			h := newHarness(t, s.handler(step{status: tt.status, body: "failed"}))
+			h.rt.RetryInternalServerError = tt.on500
+			// Out of attempts or not retried, the last response is
+			// returned with a nil error, its body intact.
+			resp, body, err := h.do(t, context.Background(), http.MethodGet, nil)
+			require.NoError(t, err)
+			assert.Equal(t, tt.status, resp.StatusCode)
+			assert.Equal(t, "failed", body)
+			calls, _ := s.requests()
+			assert.Equal(t, tt.attempts, calls, "attempts")
+		})
+	}
+}
+
+func TestIdempotency(t *testing.T) {
+	tests := []struct {
+		name       string
+		method     string
+		header     []string
+		idempotent func(*http.Request) bool
+		attempts   int
+	}{
+		{"GET", http.MethodGet, nil, nil, 3},
+		{"HEAD", http.MethodHead, nil, nil, 3},
+		{"OPTIONS", http.MethodOptions, nil, nil, 3},
+		{"TRACE", http.MethodTrace, nil, nil, 3},
+		{"PUT", http.MethodPut, nil, nil, 3},
+		{"DELETE", http.MethodDelete, nil, nil, 3},
+		{"POST", http.MethodPost, nil, nil, 1},
+		{"PATCH", http.MethodPatch, nil, nil, 1},
+		{"POST with Idempotency-Key", http.MethodPost, []string{"Idempotency-Key", "k1"}, nil, 3},
+		{"PATCH with X-Idempotency-Key", http.MethodPatch, []string{"X-Idempotency-Key", "k1"}, nil, 3},
+		{"POST allowed by the hook", http.MethodPost, nil, func(*http.Request) bool { return true }, 3},
+		{"GET refused by the hook", http.MethodGet, nil, func(*http.Request) bool { return false }, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var s script
+			h := newHarness(t, s.handler(busy))
+			h.rt.Idempotent = tt.idempotent
+			resp, _, err := h.do(t, context.Background(), tt.method, strings.NewReader("payload"), tt.header...)
+			require.NoError(t, err)
+			assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+			calls, _ := s.requests()
+			assert.Equal(t, tt.attempts, calls, "attempts")
+		})
+	}
+}
+
+func TestBodyReplayedOnEveryAttempt(t *testing.T) {
+	var s script
+	h := newHarness(t, s.handler(busy, busy, ok))
+	payload := `{"order": 42, "items": ["a", "b"]}`
+	resp, _, err := h.do(t, context.Background(), http.MethodPost, strings.NewReader(payload),
+		"Idempotency-Key", "order-42")
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	calls, bodies := s.requests()
+	assert.Equal(t, 3, calls)
+	assert.Equal(t, []string{payload, payload, payload}, bodies)
+}
+
+// TestBodyWithoutGetBodySentOnce: a stream cannot be replayed, so it is sent
+// once, even for an idempotent method, and its body is closed.
+func TestBodyWithoutGetBodySentOnce(t *testing.T) {
+	var s script
+	h := newHarness(t, s.handler(busy, ok))
+	body := &closeRecorder{Reader: strings.NewReader("stream")}
+	req, err := http.NewRequest(http.MethodPut, h.srv.URL, body)
+	require.NoError(t, err)
+	require.Nil(t, req.GetBody, "NewRequest sets no GetBody for an unknown reader")
+	resp, err := h.rt.RoundTrip(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	calls, bodies := s.requests()
+	assert.Equal(t, 1, calls)
+	assert.Equal(t, []string{"stream"}, bodies)
+	assert.True(t, body.closed)
+}
+
+type closeRecorder struct {
+	io.Reader
+	closed bool
+}
+
+func (c *closeRecorder) Close() error { c.closed = true; return nil }
+
+func TestGetBodyErrorEndsRetries(t *testing.T) {
+	var s script
+	h := newHarness(t, s.handler(busy, ok))
+	req, err := http.NewRequest(http.MethodPut, h.srv.URL, strings.NewReader("x"))
+	require.NoError(t, err)
+	errRewind := errors.New("cannot rewind")
+	req.GetBody = func() (io.ReadCloser, error) { return nil, errRewind }
+	_, err = h.rt.RoundTrip(req)
+	assert.ErrorIs(t, err, errRewind)
+	calls, _ := s.requests()
+	assert.Equal(t, 1, calls)
+}
+
+func TestConnectionRefusedIsRetried(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close() // nothing listens there any more
+
+	m := &meter{base: &http.Transport{}}
+	defer m.base.(*http.Transport).CloseIdleConnections()
+	var waits []time.Duration
+	rt := httpretry.NewTransport(m, schedule, instant(&waits)...)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	require.NoError(t, err)
+	_, err = rt.RoundTrip(req)
+	require.Error(t, err)
+	assert.Equal(t, int32(3), m.attempts.Load())
+	assert.True(t, errors.Is(err, syscall.ECONNREFUSED), "the last error is wrapped: %v", err)
+	assert.ErrorIs(t, err, backoff.ErrAttemptsExhausted)
+	var re *backoff.RetryError
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, 3, re.Attempts)
+	assert.Equal(t, []time.Duration{100 * time.Millisecond, 200 * time.Millisecond}, waits)
+}
+
+func TestCertificateErrorNotRetried(t *testing.T) {
+	srv := httptest.NewTLSServer(http.NotFoundHandler())
+	defer srv.Close()
+	m := &meter{base: &http.Transport{}} // does not trust the test server's certificate
+	defer m.base.(*http.Transport).CloseIdleConnections()
+	rt := httpretry.NewTransport(m, schedule, instant(nil)...)
+	req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
+	require.NoError(t, err)
+	_, err = rt.RoundTrip(req)
+	require.Error(t, err)
+	assert.Equal(t, int32(1), m.attempts.Load())
+	var re *backoff.RetryError
+	assert.False(t, errors.As(err, &re), "returned as the wrapped transport returned it: %v", err)
+}
+
+func TestUnsupportedSchemeNotRetried(t *testing.T) {
+	m := &meter{base: &http.Transport{}}
+	rt := httpretry.NewTransport(m, schedule)
+	req, err := http.NewRequest(http.MethodGet, "gopher://example.invalid/", nil)
+	require.NoError(t, err)
+	_, err = rt.RoundTrip(req)
+	require.Error(t, err)
+	assert.Equal(t, int32(1), m.attempts.Load())
+}
+
+// TestCancelDuringWait cancels the request's context from another goroutine
+// while RoundTrip waits out a one-minute Retry-After on the fake clock, which
+// is never stepped: RoundTrip returns at once with the context's error.
+func TestCancelDuringWait(t *testing.T) {
+	var s script
+	waiting := make(chan struct{})
+	h := newHarness(t, s.handler(step{status: 503, header: []string{"Retry-After", "60"}}))
+	h.rt = httpretry.NewTransport(h.meter, schedule, backoff.WithClock(h.clock),
+		backoff.WithNotify(func(int, error, time.Duration) { close(waiting) }))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type result struct {
+		resp *http.Response
+		err  error
+	}
+	done := make(chan result)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, h.srv.URL, nil)
+		resp, err := h.rt.RoundTrip(req)
+		done <- result{resp, err}
+	}()
+	<-waiting // WithNotify runs once the wait's timer is set
+	require.True(t, h.clock.HasWaiters(), "RoundTrip waits on the fake clock")
+	cancel()
+	r := <-done
+	assert.Nil(t, r.resp)
+	assert.ErrorIs(t, r.err, context.Canceled)
+	var se *httpretry.StatusError
+	require.ErrorAs(t, r.err, &se, "the last attempt's status is in the error")
+	assert.Equal(t, 503, se.StatusCode)
+	assert.Equal(t, epoch, h.clock.Now(), "no time passed")
+	calls, _ := s.requests()
+	assert.Equal(t, 1, calls)
+	assert.Equal(t, h.meter.opened.Load(), h.meter.closed.Load(), "the discarded response was closed")
+}
+
+func TestContextDeadlineBeforeFirstAttempt(t *testing.T) {
+	var s script
+	h := newHarness(t, s.handler(ok))
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	body := &closeRecorder{Reader: strings.NewReader("x")}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, h.srv.URL, body)
+	require.NoError(t, err)
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("x")), nil }
+	_, err = h.rt.RoundTrip(req)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.True(t, body.closed, "RoundTrip closes the body even when it sends nothing")
+	calls, _ := s.requests()
+	assert.Equal(t, 0, calls)
+}
+
+// TestClientDeadlineDuringWait: through an http.Client, a context that ends
+// during a wait, with context.DeadlineExceeded as its cause, yields an error
+// that matches both its error and its cause.
+func TestClientDeadlineDuringWait(t *testing.T) {
+	var s script
+	h := newHarness(t, s.handler(step{status: 503, header: []string{"Retry-After", "60"}}))
+	ctx, cancel := context.WithCancelCause(context.Background())
+	h.rt = httpretry.NewTransport(h.meter, schedule, backoff.WithClock(h.clock),
+		backoff.WithNotify(func(int, error, time.Duration) { cancel(context.DeadlineExceeded) }))
+	client := &http.Client{Transport: h.rt}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.srv.URL, nil)
+	require.NoError(t, err)
+	_, err = client.Do(req)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.ErrorIs(t, err, context.DeadlineExceeded, "the context's cause is kept: %v", err)
+}
+
+// TestDiscardedResponsesClosedAndConnectionReused proves that the responses
+// given up for a retry are read and closed, so that every attempt travels on
+// the same keep-alive connection, and that the final one is left to the
+// caller.
+func TestDiscardedResponsesClosedAndConnectionReused(t *testing.T) {
+	var s script
+	h := newHarness(t, s.handler(busy, busy, ok))
+	req, err := http.NewRequest(http.MethodGet, h.srv.URL, nil)
+	require.NoError(t, err)
+	resp, err := h.rt.RoundTrip(req)
+	require.NoError(t, err)
+	assert.Equal(t, int32(3), h.meter.opened.Load())
+	assert.Equal(t, int32(2), h.meter.closed.Load(), "the two 503s were closed, the 200 is the caller's")
+	read, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	assert.Equal(t, "ok", string(read), "the final response is unread")
+	resp.Body.Close()
+	assert.Equal(t, int32(3), h.meter.closed.Load())
+	assert.Equal(t, int32(1), h.newConns.Load(), "one connection served all three attempts")
+}
+
+// TestLongDiscardedBody: a body past the drain bound is not read to its end;
+// it is closed, which costs its connection.
+func TestLongDiscardedBody(t *testing.T) {
+	var s script
+	long := step{status: 503, body: strings.Repeat("x", 1<<20)}
+	h := newHarness(t, s.handler(long, ok))
+	resp, body, err := h.do(t, context.Background(), http.MethodGet, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "ok", body)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, h.meter.opened.Load(), h.meter.closed.Load())
+	assert.Equal(t, int32(2), h.newConns.Load(), "the long body's connection was closed, not drained")
+}
+
+// TestLastRetryableResponseKeepsLongBody: the response returned when the
+// attempts run out holds all of its body, even past the drain bound.
+func TestLastRetryableResponseKeepsLongBody(t *testing.T) {
+	var s script
+	payload := strings.Repeat("y", 100<<10)
+	h := newHarness(t, s.handler(step{status: 503, body: payload}))
+	resp, body, err := h.do(t, context.Background(), http.MethodGet, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 503, resp.StatusCode)
+	assert.Equal(t, payload, body)
+	assert.Equal(t, h.meter.opened.Load(), h.meter.closed.Load())
+}
+
+func TestMaxElapsedTimeReturnsLastResponse(t *testing.T) {
+	var s script
+	h := newHarness(t, s.handler(busy), backoff.WithMaxElapsedTime(3*time.Second))
+	resp, body, err := h.do(t, context.Background(), http.MethodGet, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 503, resp.StatusCode)
+	assert.Equal(t, "busy", body)
+	calls, _ := s.requests()
+	assert.Equal(t, 2, calls, "a third attempt would start after 4s")
+}
+
+func TestWithRetryableNarrows(t *testing.T) {
+	var s script
+	h := newHarness(t, s.handler(busy, ok), backoff.WithRetryable(func(err error) bool {
+		var se *httpretry.StatusError
+		return !errors.As(err, &se) || se.StatusCode != 503
+	}))
+	resp, _, err := h.do(t, context.Background(), http.MethodGet, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 503, resp.StatusCode)
+	calls, _ := s.requests()
+	assert.Equal(t, 1, calls)
+}
+
+func TestZeroTransportSendsOnce(t *testing.T) {
+	var s script
+	srv := httptest.NewServer(s.handler(busy, ok))
+	defer srv.Close()
+	defer http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+	var rt httpretry.Transport
+	req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
+	require.NoError(t, err)
+	resp, err := rt.RoundTrip(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, 503, resp.StatusCode)
+}
+
+func TestNewClient(t *testing.T) {
+	var s script
+	srv := httptest.NewServer(s.handler(busy, ok))
+	defer srv.Close()
+	client := httpretry.NewClient(schedule, instant(nil)...)
+	defer client.CloseIdleConnections() // through the Transport to http.DefaultTransport
+	resp, err := client.Get(srv.URL)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	calls, _ := s.requests()
+	assert.Equal(t, 2, calls)
+}
+
+func TestStatusErrorMessage(t *testing.T) {
+	assert.Equal(t, "httpretry: 503 Service Unavailable",
+		(&httpretry.StatusError{StatusCode: 503, Status: "503 Service Unavailable"}).Error())
+	assert.Equal(t, "httpretry: status Too Many Requests", (&httpretry.StatusError{StatusCode: 429}).Error())
+}
