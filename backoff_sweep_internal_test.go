@@ -50,29 +50,13 @@ func checkShards(t *testing.T, b *Backoff) {
 // live and knowing its position, and its cursor is in range.
 func checkShard(t *testing.T, b *Backoff, s *shardState) {
 	t.Helper()
-	require.Equal(t, len(s.entries), tableLen(s.table.Load()), "entries in the table")
+	require.Equal(t, len(s.entries), s.table.Load().Len(), "entries in the table")
 	require.LessOrEqual(t, s.cursor, len(s.entries))
 	for i, e := range s.entries {
 		require.Equal(t, i, e.pos, "position of %q", e.id)
 		require.False(t, e.dead, "%q is dead", e.id)
 		require.Same(t, e, s.find(b.hash(e.id), e.id), "table entry of %q", e.id)
 	}
-}
-
-// tableLen returns the number of entries in t, deleted slots not counted.
-func tableLen(t *entryTable) int {
-	if t == nil {
-		return 0
-	}
-	n := 0
-	for i := range t.buckets {
-		for j := range t.buckets[i].slots {
-			if t.buckets[i].slots[j].Load() != nil {
-				n++
-			}
-		}
-	}
-	return n
 }
 
 func TestSweepReclaimsWithoutGC(t *testing.T) {
