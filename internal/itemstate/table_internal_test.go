@@ -37,13 +37,15 @@ func checkStates(t *testing.T, s *Table[int], model map[int]State, others []int)
 	t.Helper()
 	require.Equal(t, len(model), s.Len())
 	for item, st := range model {
-		got, _ := s.Find(s.Hash(item), item)
-		require.Equal(t, st, got, "item %d", item)
+		if got, _ := s.Find(s.Hash(item), item); got != st {
+			t.Fatalf("item %d: state %d, want %d", item, got, st)
+		}
 	}
 	for _, item := range others {
 		if _, ok := model[item]; !ok {
-			got, _ := s.Find(s.Hash(item), item)
-			require.Zero(t, got, "item %d has no entry", item)
+			if got, _ := s.Find(s.Hash(item), item); got != 0 {
+				t.Fatalf("item %d has no entry, found state %d", item, got)
+			}
 		}
 	}
 	tab := s.tab.Load()
@@ -54,7 +56,9 @@ func checkStates(t *testing.T, s *Table[int], model map[int]State, others []int)
 	full, notEmpty := 0, 0
 	for i := range tab.buckets {
 		ctrl := tab.buckets[i].ctrl
-		require.Equal(t, uint64(tagword.Deleted), ctrl>>56, "byte 7 stays deleted")
+		if ctrl>>56 != tagword.Deleted {
+			t.Fatalf("bucket %d: byte 7 is %#x, not deleted", i, ctrl>>56)
+		}
 		for j := range tagword.Slots {
 			switch b := ctrl >> (8 * j) & 0xff; {
 			case b&tagword.Full != 0:
@@ -62,8 +66,8 @@ func checkStates(t *testing.T, s *Table[int], model map[int]State, others []int)
 				notEmpty++
 			case b == tagword.Deleted:
 				notEmpty++
-			default:
-				require.Equal(t, uint64(tagword.Empty), b)
+			case b != tagword.Empty:
+				t.Fatalf("bucket %d slot %d: byte %#x", i, j, b)
 			}
 		}
 	}
@@ -111,7 +115,9 @@ func (r *modelRun) step(t *testing.T, step int, which, want byte) {
 	item := r.items[int(which)%len(r.items)]
 	h := s.Hash(item)
 	st, ref := s.Find(h, item)
-	require.Equal(t, r.model[item], st, "step %d", step)
+	if st != r.model[item] {
+		t.Fatalf("step %d: item %d has state %d, want %d", step, item, st, r.model[item])
+	}
 	switch w := want % (MaxState + 1); {
 	case st == 0 && w != 0:
 		s.Insert(h, item, w)
@@ -128,12 +134,12 @@ func (r *modelRun) step(t *testing.T, step int, which, want byte) {
 	}
 }
 
-// TestTableAgainstAMap runs random operations through modelRun: 4,000 by
-// default, 40,000 in the long mode.
+// TestTableAgainstAMap runs random operations through modelRun: 5,000 by
+// default, 100,000 in the long mode.
 func TestTableAgainstAMap(t *testing.T) {
-	steps := 4_000
+	steps := 5_000
 	if long() {
-		steps = 40_000
+		steps = 100_000
 	}
 	r := newModelRun(150)
 	rng := rand.New(rand.NewPCG(5, 6))
