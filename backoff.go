@@ -30,32 +30,21 @@ import (
 //
 // client-go keeps expired entries until the caller runs GC, so a caller that
 // forgets it leaks one entry per id ever seen. Backoff reclaims them by
-// itself, with no goroutine: while an entry of its shard may have expired,
-// every Next also inspects the next two entries of the shard in round-robin
-// order and deletes those that have expired at the clock's current time, as
-// GC would. That costs O(1) per call and bounds the memory, because only
-// Next adds entries: a round over a shard takes at most as many Next calls
-// as the shard held when the round began, and every entry it holds at the
-// end of a round was live when the round inspected it. A shard thus holds at
-// most about twice the ids that were live during its last round. Each shard
-// also keeps a lower bound of its entries' last updates, so that under the
-// default rule the sweep stands still, costing nothing, while no entry can
-// have expired. Storage shrinks once a shard falls to a quarter of its
-// peak, which a Go map alone never does. A shard that no Next reaches keeps
-// its expired entries, but cannot grow either. [Backoff.GC] remains
-// available to reclaim everything at once.
+// itself, with no goroutine: while entries may have expired, each Next also
+// deletes a few expired entries of other ids, at O(1) cost per call. Memory
+// thus stays within about twice the number of ids live (not expired) in the
+// recent past, and is given back as that number falls, which a Go map alone
+// never does. Expired entries stay only while Next is not called; [Backoff.GC]
+// reclaims everything at once.
 //
 // # Concurrency
 //
-// A Backoff is safe for concurrent use by multiple goroutines. Entries are
-// spread over independently locked shards by a hash of the id, and each
-// entry has a lock of its own. Next for an id that has an entry, and the
-// read methods (Get, Attempts, the IsInBackOff gates), find the entry
-// without taking its shard's lock and lock only the entry, so calls for
-// different ids share no memory that either writes; the shard lock is taken
-// to add or remove entries and to sweep. The calls for one id are
-// serialised. No lock is held while the clock is read, and the methods never
-// call back into anything but the clock and the expiry rule.
+// A Backoff is safe for concurrent use by multiple goroutines. Calls for
+// different ids rarely contend: Next for an id that has an entry, and the
+// read methods (Get, Attempts, the IsInBackOff gates), take no lock shared
+// with other ids. The calls for one id are serialised. No lock is held while
+// the clock is read, and the methods never call back into anything but the
+// clock and the expiry rule.
 //
 // The zero value is not usable: its methods panic. Create a Backoff with
 // [NewBackOff] or [NewBackOffWithJitter] and share it by pointer.
@@ -82,10 +71,9 @@ type Backoff struct {
 	seed   maphash.Seed
 	clock  clock.PassiveClock
 	// epoch is the clock's time when the Backoff was made. Entries record
-	// their last update as an offset from it, read with clock.Since: on the
-	// real clock that reads only the monotonic clock, half the cost of
-	// time.Now (29 against 55 ns on the machine of BENCHMARKS.md), and Next
-	// reads the clock every time.
+	// their last update as an offset from it, read with clock.Since, which
+	// on the real clock reads only the monotonic clock: Next reads the clock
+	// every time (BenchmarkBackoffNext).
 	epoch time.Time
 
 	initial time.Duration
@@ -182,12 +170,12 @@ func newBackoff(where string, initial, maxDelay time.Duration, jitter float64, o
 // capped at the maximum. Either way the entry's last update becomes the
 // clock's current time, not eventTime, as in client-go.
 //
-// Next also reclaims up to two expired entries of other ids, when some may
-// have expired (see [Backoff]);
-// its cost is O(1), amortised over the rare rebuild of a shrinking shard.
+// Next also reclaims a few expired entries of other ids, when some may have
+// expired (see [Backoff]); its cost is O(1), amortised over the rare rebuild
+// of a shrinking storage.
 func (b *Backoff) Next(id string, eventTime time.Time) {
-	h := b.hash(id)
-	s := b.shardOf(h)
+	hash := b.hash(id)
+	s := b.shardOf(hash)
 	now := b.now() // before locking: no lock is ever held across a clock call
 	event := b.offset(eventTime)
 	// The common case, an id that has an entry, takes no shard lock: it
@@ -201,7 +189,7 @@ func (b *Backoff) Next(id string, eventTime time.Time) {
 	// this read then sees. With a WithExpiry rule every Next sweeps, so it
 	// always locks.
 	if b.expiry == nil {
-		if e := s.find(h, id); e != nil && b.advance(e, eventTime, event, now) {
+		if e := s.find(hash, id); e != nil && b.advance(e, eventTime, event, now) {
 			if s.settled(b, now) {
 				return
 			}
@@ -213,14 +201,14 @@ func (b *Backoff) Next(id string, eventTime time.Time) {
 		}
 	}
 	s.mu.Lock()
-	e := s.find(h, id) // under the lock: never dead
+	e := s.find(hash, id) // under the lock: never dead
 	if e != nil {
 		b.advance(e, eventTime, event, now)
 	} else {
 		// The entry's one allocation: 64 bytes, once per id (and again
 		// after the id's entry was reclaimed).
 		e = &entry{id: id, entryState: entryState{updated: now, backoff: b.first(), attempts: 1}}
-		s.insertLocked(b, h, e)
+		s.insertLocked(b, hash, e)
 	}
 	s.updatedLocked(now)
 	s.sweepLocked(b, now, e)
@@ -336,13 +324,13 @@ func (b *Backoff) IsInBackOffSinceUpdate(id string, eventTime time.Time) bool {
 // Reset forgets id: its next failure starts again at the initial delay. It
 // does nothing if id has no entry.
 func (b *Backoff) Reset(id string) {
-	h := b.hash(id)
-	s := b.shardOf(h)
-	if s.find(h, id) == nil {
+	hash := b.hash(id)
+	s := b.shardOf(hash)
+	if s.find(hash, id) == nil {
 		return // nothing to forget, and no lock taken
 	}
 	s.mu.Lock()
-	if e := s.find(h, id); e != nil {
+	if e := s.find(hash, id); e != nil {
 		e.kill()
 		s.removeLocked(b, e.pos)
 		s.shrinkLocked(b)
@@ -378,9 +366,9 @@ func (b *Backoff) GC() {
 // Copying lets the callers run the expiry rule and read the clock after the
 // entry's lock is released.
 func (b *Backoff) lookup(id string) (entryState, bool) {
-	h := b.hash(id)
-	s := b.shardOf(h)
-	e := s.find(h, id)
+	hash := b.hash(id)
+	s := b.shardOf(hash)
+	e := s.find(hash, id)
 	if e == nil {
 		return entryState{}, false
 	}
@@ -394,8 +382,9 @@ func (b *Backoff) lookup(id string) (entryState, bool) {
 	return e.entryState, true
 }
 
-// shardOf returns the shard that holds the entry of the id whose hash is h.
-func (b *Backoff) shardOf(h uint64) *shard { return &b.shards[h&b.mask] }
+// shardOf returns the shard that holds the entry of the id whose hash is
+// hash.
+func (b *Backoff) shardOf(hash uint64) *shard { return &b.shards[hash&b.mask] }
 
 // hash returns the hash of id that picks its shard (low bits) and its place
 // in the shard's table (the bits above).

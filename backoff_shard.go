@@ -6,10 +6,18 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/retrykit/backoff/internal/idtable"
 )
 
 // The storage of a Backoff: its entries, spread over shards by a hash of the
 // id, each shard with its own lock and its own incremental sweep.
+//
+// Each entry has a lock of its own. Next for an id that has an entry, and
+// the read methods, find the entry in the shard's table without taking the
+// shard's lock (see package idtable) and lock only the entry, so calls for
+// different ids share no memory that either writes; the shard lock is taken
+// to add or remove entries and to sweep.
 
 const (
 	// maxShards bounds the shard count: past a few hundred, another shard
@@ -54,6 +62,13 @@ type entry struct {
 	id  string // never changes
 	pos int    // position in the shard's entries; under the shard lock
 }
+
+// TableID returns e's id: the key of the shard's table.
+func (e *entry) TableID() string { return e.id }
+
+// entryTable is a shard's index from id to entry, which Next searches
+// without the shard's lock (see package idtable).
+type entryTable = idtable.Table[entry, *entry]
 
 // entryState is what an entry records about its id.
 type entryState struct {
@@ -102,16 +117,16 @@ type shard struct {
 	_ [128 - unsafe.Sizeof(shardState{})%128]byte
 }
 
-// find returns the entry of id, whose hash is h, or nil. Without the lock
+// find returns the entry of id, whose hash is hash, or nil. Without the lock
 // the entry may be dead; under it, never.
-func (s *shardState) find(h uint64, id string) *entry {
-	return s.table.Load().find(h, id)
+func (s *shardState) find(hash uint64, id string) *entry {
+	return s.table.Load().Find(hash, id)
 }
 
-// insertLocked adds e, whose id has hash h and must not be in the shard.
+// insertLocked adds e, whose id has hash hash and must not be in the shard.
 // Its fields must be final: readers may find it as soon as it is in the
 // table.
-func (s *shardState) insertLocked(b *Backoff, h uint64, e *entry) {
+func (s *shardState) insertLocked(b *Backoff, hash uint64, e *entry) {
 	if len(s.entries) == 0 {
 		s.oldest.Store(int64(e.updated))
 		s.roundMin.Store(int64(e.updated))
@@ -120,18 +135,18 @@ func (s *shardState) insertLocked(b *Backoff, h uint64, e *entry) {
 	s.entries = append(s.entries, e)
 	s.peak = max(s.peak, len(s.entries))
 	t := s.table.Load()
-	if t.full() {
-		t = t.rebuilt(len(s.entries), b.hash)
+	if t.Full() {
+		t = t.Rebuilt(len(s.entries), b.hash)
 		s.table.Store(t)
 	}
-	t.insert(h, e)
+	t.Insert(hash, e)
 }
 
 // removeLocked removes the entry at position i, which the caller has marked
 // dead. Entries move to fill the gap.
 func (s *shardState) removeLocked(b *Backoff, i int) {
 	e := s.entries[i]
-	s.table.Load().remove(b.hash(e.id), e)
+	s.table.Load().Remove(b.hash(e.id), e)
 	last := len(s.entries) - 1
 	if i < s.cursor {
 		// The gap is in the inspected part. Filling it from the end of the
@@ -202,17 +217,25 @@ func (e *entry) kill() {
 }
 
 // sweepLocked inspects the next sweepSteps entries in round-robin order and
-// removes those that have expired at now. The entry keep, which the calling
-// Next has just updated, is never removed: with a custom expiry rule it might
-// count as expired at once, and client-go would still report it until the
-// next GC.
+// removes those that have expired at now, as GC would. The entry keep, which
+// the calling Next has just updated, is never removed: with a custom expiry
+// rule it might count as expired at once, and client-go would still report
+// it until the next GC.
+//
+// This is how a Backoff reclaims expired entries without a goroutine. It
+// bounds the memory because only Next adds entries: a round over a shard
+// takes at most as many Next calls as the shard held when the round began,
+// and every entry the shard holds at the end of a round was live when the
+// round inspected it, so a shard holds at most about twice the ids that were
+// live during its last round. A shard that no Next reaches keeps its expired
+// entries, but cannot grow either. Storage shrinks once a shard falls to a
+// quarter of its peak (shrinkLocked).
 //
 // Under the default expiry rule the sweep stands still while no entry can
-// have expired (now is within 2×max of oldest): every entry is live then,
-// and Next touches no memory but its own entry's. That is the common state of
-// a Backoff whose ids fail more often than every 2×max; measured, inspecting
-// two entries on every call cost 10–40% of Next at 100,000 ids, most of it
-// cache lines that the other core had just written.
+// have expired (now is within 2×max of oldest, the shard's lower bound of its
+// entries' last updates): every entry is live then, and Next touches no
+// memory but its own entry's, the common state of a Backoff whose ids fail
+// more often than every 2×max (BenchmarkBackoffNext).
 func (s *shardState) sweepLocked(b *Backoff, now time.Duration, keep *entry) {
 	if b.expiry == nil && s.nothingExpired(b, now) {
 		return
@@ -274,7 +297,7 @@ func (s *shardState) shrinkLocked(b *Backoff) {
 	entries := make([]*entry, n, 2*n)
 	copy(entries, s.entries)
 	s.entries, s.peak = entries, n
-	s.table.Store(s.table.Load().rebuilt(n, b.hash))
+	s.table.Store(s.table.Load().Rebuilt(n, b.hash))
 }
 
 // size returns the number of entries, expired or not, that b holds.

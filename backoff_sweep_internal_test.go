@@ -3,6 +3,7 @@ package backoff
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -50,29 +51,13 @@ func checkShards(t *testing.T, b *Backoff) {
 // live and knowing its position, and its cursor is in range.
 func checkShard(t *testing.T, b *Backoff, s *shardState) {
 	t.Helper()
-	require.Equal(t, len(s.entries), tableLen(s.table.Load()), "entries in the table")
+	require.Equal(t, len(s.entries), s.table.Load().Len(), "entries in the table")
 	require.LessOrEqual(t, s.cursor, len(s.entries))
 	for i, e := range s.entries {
 		require.Equal(t, i, e.pos, "position of %q", e.id)
 		require.False(t, e.dead, "%q is dead", e.id)
 		require.Same(t, e, s.find(b.hash(e.id), e.id), "table entry of %q", e.id)
 	}
-}
-
-// tableLen returns the number of entries in t, deleted slots not counted.
-func tableLen(t *entryTable) int {
-	if t == nil {
-		return 0
-	}
-	n := 0
-	for i := range t.buckets {
-		for j := range t.buckets[i].slots {
-			if t.buckets[i].slots[j].Load() != nil {
-				n++
-			}
-		}
-	}
-	return n
 }
 
 func TestSweepReclaimsWithoutGC(t *testing.T) {
@@ -182,7 +167,13 @@ func TestShrinkAfterMassRemoval(t *testing.T) {
 // and sweep steps and checks, besides the index, that a round of the sweep
 // never skips an entry: every entry present when a round starts is
 // inspected (or removed) before the round ends.
+//
+// It runs 5,000 steps, 20,000 in the long mode (BACKOFF_LONG=1).
 func TestRemoveKeepsTheSplit(t *testing.T) {
+	steps := 5_000
+	if longTests() {
+		steps = 20_000
+	}
 	never := func(time.Time, time.Time, time.Duration) bool { return false }
 	b, _ := newSweepBackoff(t, 1, WithExpiry(never))
 	s := &b.shards[0].shardState
@@ -190,7 +181,7 @@ func TestRemoveKeepsTheSplit(t *testing.T) {
 	next := 0
 	var inspected map[string]bool // in the current round
 	var owed map[string]bool      // present when the round started
-	for step := range 20_000 {
+	for step := range steps {
 		switch op := rng.IntN(10); {
 		case op < 4:
 			id := fmt.Sprint("id", next)
@@ -220,7 +211,9 @@ func TestRemoveKeepsTheSplit(t *testing.T) {
 			}
 			s.cursor++
 		}
-		require.LessOrEqual(t, s.cursor, len(s.entries))
+		if s.cursor > len(s.entries) {
+			t.Fatalf("step %d: cursor %d beyond %d entries", step, s.cursor, len(s.entries))
+		}
 		if step%500 == 0 {
 			checkShard(t, b, s) // O(n): not at every step
 		}
@@ -297,8 +290,14 @@ func TestSweepBoundsHoldWhenTheClockGoesBack(t *testing.T) {
 // expired entries under the shard lock, against Next calls that restart the
 // same expired entries without it. A Next that updated an entry the sweep
 // had already removed would be lost: its id would end with no entry.
+//
+// It plays 5 rounds, 20 in the long mode (BACKOFF_LONG=1).
 func TestSweepNeverLosesANextWithoutTheLock(t *testing.T) {
-	for round := range 20 {
+	rounds := 5
+	if longTests() {
+		rounds = 20
+	}
+	for round := range rounds {
 		b, fc := newSweepBackoff(t, 1) // entries expire 20 s after their last update
 		const n = 2_000
 		ids := make([]string, n)
@@ -323,7 +322,9 @@ func TestSweepNeverLosesANextWithoutTheLock(t *testing.T) {
 		}()
 		wg.Wait()
 		for _, id := range ids {
-			require.Equal(t, 1, b.Attempts(id), "round %d: %s lost its Next", round, id)
+			if got := b.Attempts(id); got != 1 {
+				t.Fatalf("round %d: %s lost its Next: %d attempts", round, id, got)
+			}
 		}
 		checkShards(t, b)
 	}
@@ -354,3 +355,7 @@ func TestADeadEntryIsNeverUpdated(t *testing.T) {
 	assert.NotSame(t, stale, s.find(h, "a"))
 	checkShards(t, b)
 }
+
+// longTests reports whether the long mode is on (BACKOFF_LONG=1): CI runs
+// the storage's randomised tests once at full length, without -race.
+func longTests() bool { return os.Getenv("BACKOFF_LONG") == "1" }

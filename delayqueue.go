@@ -62,7 +62,7 @@ func (q *DelayingQueue[T]) AddAfter(item T, d time.Duration) {
 		return
 	}
 	now := q.nowLocked()
-	q.promoteLocked(now)
+	q.promoteDueAtLocked(now)
 	q.addAfterLocked(item, d, now)
 }
 
@@ -70,11 +70,10 @@ func (q *DelayingQueue[T]) AddAfter(item T, d time.Duration) {
 // promoted at time now.
 func (q *Queue[T]) addAfterLocked(item T, d time.Duration, now int64) {
 	if d <= 0 {
-		q.addLocked(item, q.states.hash(item), now)
+		q.delays.remove(item, now)
+		q.enqueueLocked(item, q.states.Hash(item), now)
 	} else {
-		at := int64(addDuration(time.Duration(now), d))
-		q.waiting.pushOrLower(item, at)
-		q.armLocked(now)
+		q.waitLocked(item, int64(addDuration(time.Duration(now), d)), now)
 	}
 	if q.metrics != nil {
 		q.metrics.IncRetries()
@@ -90,14 +89,14 @@ func (q *Queue[T]) addAfterLocked(item T, d time.Duration, now int64) {
 func (q *DelayingQueue[T]) NextReadyAt() (time.Time, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.shuttingDown || q.waiting.len() == 0 {
+	if q.shuttingDown {
 		return time.Time{}, false
 	}
-	q.promoteLocked(q.nowLocked())
-	if q.waiting.len() == 0 {
+	q.promoteDueLocked()
+	if q.delays.waiting.Len() == 0 {
 		return time.Time{}, false
 	}
-	return q.epoch.Add(time.Duration(q.waiting.minAt())), true
+	return q.epoch.Add(time.Duration(q.delays.waiting.MinAt())), true
 }
 
 // A WaitingItem is an item that waited for its delay when
@@ -119,108 +118,16 @@ type WaitingItem[T comparable] struct {
 func (q *DelayingQueue[T]) TakeWaiting() []WaitingItem[T] {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.waiting.len() > 0 && !q.shuttingDown {
-		q.promoteLocked(q.nowLocked())
-	}
-	if q.waiting.len() == 0 {
+	q.promoteDueLocked()
+	waiting := &q.delays.waiting
+	if waiting.Len() == 0 {
 		return nil
 	}
-	out := make([]WaitingItem[T], 0, q.waiting.len())
-	for q.waiting.len() > 0 {
-		e := q.waiting.popMin()
-		out = append(out, WaitingItem[T]{Item: e.item, ReadyAt: q.epoch.Add(time.Duration(e.at))})
+	out := make([]WaitingItem[T], 0, waiting.Len())
+	for waiting.Len() > 0 {
+		e := waiting.PopMin()
+		out = append(out, WaitingItem[T]{Item: e.Item, ReadyAt: q.epoch.Add(time.Duration(e.At))})
 	}
-	q.armLocked(0) // stops the timer: the heap is empty
+	q.delays.stop() // nothing waits
 	return out
-}
-
-// promoteLocked queues, in ready-time order, every waiting item whose ready
-// time is at or before now, then makes the timer match the new earliest ready
-// time. It does nothing once the queue is shutting down: waiting items are
-// then frozen for TakeWaiting.
-func (q *Queue[T]) promoteLocked(now int64) {
-	if q.shuttingDown {
-		return
-	}
-	for q.waiting.len() > 0 && q.waiting.minAt() <= now {
-		// The item joined the FIFO at its ready time, however late this
-		// promotion runs: queue latency counts from there.
-		e := q.waiting.popMin()
-		q.enqueueLocked(e.item, q.states.hash(e.item), e.at)
-	}
-	q.armLocked(now)
-}
-
-// armLocked keeps the timer's invariant: armed, for the earliest ready time,
-// exactly while the heap is non-empty and the queue is running. now is the
-// time at which due items were last promoted, so that the earliest ready time
-// is after it.
-//
-// The timer is made once and then reused with Reset, which moves a pending
-// timer in one step: a Stop followed by Reset would leave a moment in which a
-// FakeClock reports no waiter for a queue whose items wait. A FakeClock timer
-// that has fired still holds its time in its channel (of capacity 1), and a
-// second firing would block Step forever on the full channel; so when Reset
-// finds the timer already fired, the channel is drained. A Step that fires
-// the re-armed timer before the drain waits for it on the channel and does
-// not hold anything the drain needs, so the order is safe. (A real AfterFunc
-// timer has no channel; the drain is then a no-op.)
-func (q *Queue[T]) armLocked(now int64) {
-	if q.waiting.len() == 0 || q.shuttingDown {
-		// Stop the timer whatever armed says: armed can be false while the
-		// timer is pending. A stale firing's onTimer clears it; if another
-		// onTimer, holding a clock reading from before a Step, re-armed the
-		// timer in between, that re-arm lands after the Step's firing and
-		// stays pending. Stop on a timer that is not pending does nothing,
-		// and the heap empties at most once per item, so this costs little.
-		if q.timer != nil {
-			q.timer.Stop()
-		}
-		q.armed = false
-		return
-	}
-	at := q.waiting.minAt()
-	if q.armed && q.armedAt == at {
-		return
-	}
-	d := time.Duration(at - now)
-	if q.timer == nil {
-		q.timer = q.clock.AfterFunc(d, q.fire)
-	} else {
-		if !q.timer.Reset(d) {
-			select {
-			case <-q.timer.C():
-			default:
-			}
-		}
-	}
-	q.armed, q.armedAt = true, at
-}
-
-// onTimerFired is the timer callback. A FakeClock runs it inside Step while
-// holding its own lock, and goroutines holding mu call the clock (Now,
-// Reset): taking mu here could deadlock against them. So, except on the real
-// clock, whose callbacks run on a goroutine of their own, the work is handed
-// to a short-lived goroutine; it ends as soon as it has promoted the due
-// items. Nothing is lost if it runs late: Len, Get and the adds promote due
-// items themselves.
-func (q *Queue[T]) onTimerFired() {
-	if q.fireInline {
-		q.onTimer()
-		return
-	}
-	go q.onTimer()
-}
-
-// onTimer queues the due items and re-arms the timer for the next ready
-// time.
-func (q *Queue[T]) onTimer() {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	// The timer has fired, or is stale: a firing that raced with a re-arm.
-	// Either way, armLocked re-arms it from scratch if items still wait.
-	q.armed = false
-	if q.waiting.len() > 0 && !q.shuttingDown {
-		q.promoteLocked(q.nowLocked())
-	}
 }

@@ -22,12 +22,12 @@ func TestEmptyHeapStopsATimerThatArmedForgot(t *testing.T) {
 	require.Equal(t, 1, fc.Waiters())
 
 	q.mu.Lock()
-	q.armed = false // as a stale onTimer leaves it
+	q.delays.armed = false // as a stale onTimer leaves it
 	q.mu.Unlock()
 	fc.SetTime(fc.Now().Add(time.Second)) // fires the timer (its onTimer runs on a goroutine)
 	q.mu.Lock()
-	q.timer.Reset(time.Hour) // the other onTimer's late re-arm: pending again, armed still false
-	q.promoteLocked(q.nowLocked())
+	q.delays.timer.Reset(time.Hour) // the other onTimer's late re-arm: pending again, armed still false
+	q.promoteDueLocked()
 	q.mu.Unlock()
 
 	assert.Equal(t, 1, q.Len(), "item 1 is ready")

@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/retrykit/backoff/internal/fifo"
+	"github.com/retrykit/backoff/internal/itemstate"
 )
 
 // queueConfig holds the options that the queues read. Its zero value is the
@@ -18,23 +21,17 @@ type queueConfig struct {
 	metrics QueueMetrics
 }
 
-// queueKeepSize is the size up to which a map of the queue's is kept when it
-// empties: small queues keep their memory, so a queue that oscillates
-// between a few items and none allocates nothing.
-const queueKeepSize = 1024
-
 // ErrQueueShutDown is the error [Queue.GetContext] returns once the queue is
 // shut down and has handed out every queued item.
 var ErrQueueShutDown = errors.New("backoff: queue is shut down")
 
 // The state bits of an item the queue knows about. An item in none of these
-// states (idle, or only waiting in the delay heap) has no entry in the state
-// map.
+// states (idle, or only waiting for its delay) has no entry in the states.
 const (
 	// queueDirty: the item is to be handed out by Get; it sits in the ready
 	// FIFO, or, if it is also processing, it joins the FIFO when Done is
 	// called. (client-go's "dirty" set.)
-	queueDirty uint8 = 1 << iota
+	queueDirty itemstate.State = 1 << iota
 	// queueProcessing: Get handed the item out and Done was not called yet.
 	queueProcessing
 )
@@ -68,34 +65,28 @@ type Queue[T comparable] struct {
 	// that a wake-up meant for a getter never goes to a drainer.
 	drained sync.Cond
 
-	ready   readyFIFO[T]  // queued items not being processed, in order
-	states  itemStates[T] // queueDirty and queueProcessing bits; no entry means neither
-	waiting waitHeap[T]   // items waiting for their ready time (delaying queues)
-	starts  map[T]int64   // when each processing item was handed out; only with metrics
-	metrics QueueMetrics  // nil when there are none
+	ready   fifo.Queue[readyEntry[T]] // queued items not being processed, in order
+	states  itemstate.Table[T]        // queueDirty and queueProcessing; no entry means neither
+	delays  delays[T]                 // items waiting for their ready time (queue_delays.go)
+	starts  map[T]int64               // when each processing item was handed out; only with metrics
+	metrics QueueMetrics              // nil when there are none
 	clock   clock.WithDelayedExecution
-	epoch   time.Time // clock time 0 of the int64 times above
+	epoch   time.Time // clock time 0 of the int64 times of the queue
 
-	// The one timer of the delay heap: pending while the heap is non-empty
-	// and the queue is running (see delayqueue.go). armed says it was last
-	// set for armedAt and not stopped since; a firing, or a stale firing's
-	// onTimer, may leave it false while the timer is pending, never true
-	// for long while it is not.
-	timer   clock.Timer
-	armed   bool
-	armedAt int64
-	// fireInline says that the clock runs AfterFunc callbacks on a goroutine
-	// of their own with no lock held, as the real clock does, so the callback
-	// may take mu itself.
-	fireInline bool
-	fire       func() // the timer callback, made once so that arming allocates nothing
-	wake       func() // wakes every getter; the GetContext callback, made once
+	wake func() // wakes every getter; the GetContext callback, made once
 
 	shuttingDown bool
 	draining     bool // a ShutDownWithDrain waits and no ShutDown has called it off
 
 	name   string
 	logger *slog.Logger
+}
+
+// readyEntry is an item in the ready FIFO.
+type readyEntry[T comparable] struct {
+	item T
+	at   int64  // when the item joined the FIFO, since the epoch (read only with metrics)
+	hash uint64 // the item's hash in the states, which Get needs under the lock
 }
 
 // NewQueue returns an empty, running queue. It reads [WithClock] (for
@@ -112,14 +103,10 @@ func NewQueue[T comparable](opts ...Option) *Queue[T] {
 func (q *Queue[T]) init(cfg config) {
 	q.cond.L = &q.mu
 	q.drained.L = &q.mu
-	q.states.init()
+	q.states.Init()
 	q.clock = cfg.clock
 	q.epoch = cfg.clock.Now()
-	switch cfg.clock.(type) {
-	case clock.RealClock, *clock.RealClock:
-		q.fireInline = true
-	}
-	q.fire = q.onTimerFired
+	q.delays.init(cfg.clock, q.onTimerFired)
 	q.wake = q.wakeGetters
 	q.name = cfg.queue.name
 	q.logger = cfg.queue.logger
@@ -140,46 +127,28 @@ func (q *Queue[T]) init(cfg config) {
 // fixes kubernetes#126027, where client-go queued it now and left the
 // waiting copy to run it a second time later.
 func (q *Queue[T]) Add(item T) {
-	h := q.states.hash(item)
-	_ = q.states.prefetch(h) // the cache miss on item's state, before the lock
+	hash := q.states.Hash(item)
+	_ = q.states.Prefetch(hash) // the cache miss on item's state, before the lock
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.shuttingDown {
 		return
 	}
-	now := int64(-1)
-	if q.waiting.len() > 0 {
-		now = q.nowLocked()
-		q.promoteLocked(now)
-	}
-	q.addLocked(item, h, now)
+	q.unwaitLocked(item)
+	q.enqueueLocked(item, hash, q.joinTimeLocked())
 }
 
-// addLocked is Add without the checks that its callers have made. h is item's
-// hash (q.states.hash). now is the current time, or -1 if the delay heap is
-// empty and the clock was not read.
-func (q *Queue[T]) addLocked(item T, h uint64, now int64) {
-	if q.waiting.len() > 0 {
-		if i := q.waiting.find(item); i >= 0 {
-			q.waiting.removeAt(i)
-			q.armLocked(now)
-		}
-	}
-	q.enqueueLocked(item, h, now)
-}
-
-// enqueueLocked marks item, whose hash is h, dirty and, unless it is being
-// processed, appends it to the FIFO. now is the current time or -1 (read here
-// if needed).
-func (q *Queue[T]) enqueueLocked(item T, h uint64, now int64) {
-	st, ref := q.states.find(h, item)
+// enqueueLocked marks item, whose hash is hash, dirty and, unless it is
+// being processed, appends it to the FIFO with join time at.
+func (q *Queue[T]) enqueueLocked(item T, hash uint64, at int64) {
+	st, ref := q.states.Find(hash, item)
 	switch {
 	case st&queueDirty != 0:
 		return
 	case st == 0:
-		q.states.insert(h, item, queueDirty)
+		q.states.Insert(hash, item, queueDirty)
 	default:
-		q.states.set(ref, item, st|queueDirty)
+		q.states.Set(ref, item, st|queueDirty)
 	}
 	if q.metrics != nil {
 		q.metrics.IncAdds()
@@ -187,20 +156,27 @@ func (q *Queue[T]) enqueueLocked(item T, h uint64, now int64) {
 	if st&queueProcessing != 0 {
 		return // Done queues it
 	}
-	q.pushReadyLocked(item, h, now)
+	q.pushReadyLocked(item, hash, at)
 }
 
-// pushReadyLocked appends item, whose hash is h, to the FIFO and wakes one
-// getter.
-func (q *Queue[T]) pushReadyLocked(item T, h uint64, now int64) {
-	if q.metrics != nil && now < 0 {
-		now = q.nowLocked()
-	}
-	q.ready.push(item, h, now)
+// pushReadyLocked appends item, whose hash is hash, to the FIFO with join
+// time at, and wakes one getter.
+func (q *Queue[T]) pushReadyLocked(item T, hash uint64, at int64) {
+	q.ready.Push(readyEntry[T]{item: item, at: at, hash: hash})
 	if q.metrics != nil {
-		q.metrics.SetDepth(q.ready.len())
+		q.metrics.SetDepth(q.ready.Len())
 	}
 	q.cond.Signal()
+}
+
+// joinTimeLocked returns the time at which an item that joins the FIFO now
+// joins it: the clock's time with metrics, which measure queue latency from
+// it, and 0 without, so that the clock is not read for nothing.
+func (q *Queue[T]) joinTimeLocked() int64 {
+	if q.metrics == nil {
+		return 0
+	}
+	return q.nowLocked()
 }
 
 // Len returns the number of queued items that are not being processed: the
@@ -215,10 +191,8 @@ func (q *Queue[T]) pushReadyLocked(item T, h uint64, now int64) {
 func (q *Queue[T]) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.waiting.len() > 0 {
-		q.promoteLocked(q.nowLocked())
-	}
-	return q.ready.len()
+	q.promoteDueLocked()
+	return q.ready.Len()
 }
 
 // Get blocks until it can hand out an item, and returns it. The caller must
@@ -255,7 +229,7 @@ func (q *Queue[T]) get(ctx context.Context) (item T, err error) {
 	var stop func() bool // unregisters the context callback, once registered
 	for {
 		if ctx.Err() != nil {
-			if q.ready.len() > 0 {
+			if q.ready.Len() > 0 {
 				// A Signal meant for some getter may have woken this one;
 				// pass it on rather than lose it.
 				q.cond.Signal()
@@ -265,10 +239,8 @@ func (q *Queue[T]) get(ctx context.Context) (item T, err error) {
 			}
 			return item, context.Cause(ctx)
 		}
-		if q.waiting.len() > 0 {
-			q.promoteLocked(q.nowLocked())
-		}
-		if q.ready.len() > 0 || q.shuttingDown {
+		q.promoteDueLocked()
+		if q.ready.Len() > 0 || q.shuttingDown {
 			break
 		}
 		if stop == nil && ctx.Done() != nil {
@@ -282,21 +254,20 @@ func (q *Queue[T]) get(ctx context.Context) (item T, err error) {
 	if stop != nil {
 		stop()
 	}
-	if q.ready.len() == 0 {
+	if q.ready.Len() == 0 {
 		return item, ErrQueueShutDown
 	}
-	e := q.ready.pop()
+	e := q.ready.Pop()
 	// With a backlog, item's state has left the caches: this is Get's one
-	// cache miss, under the lock. Loading the state of the next item to hand
-	// out after unlocking, as Add loads its own, measured slower (2p2w 490
-	// against 350 ns per item), perhaps because the other worker usually
-	// takes that item, from the other core.
-	_, ref := q.states.find(e.hash, e.item)
-	q.states.set(ref, e.item, queueProcessing) // dirty is cleared: a new Add queues it again
+	// cache miss, under the lock. Prefetching the next item's state after
+	// unlocking, as Add does for its own, measured slower
+	// (BenchmarkQueueAddGetDone/mode=2p2w).
+	_, ref := q.states.Find(e.hash, e.item)
+	q.states.Set(ref, e.item, queueProcessing) // dirty is cleared: a new Add queues it again
 	if q.metrics != nil {
 		now := q.nowLocked()
 		q.starts[e.item] = now
-		q.metrics.SetDepth(q.ready.len())
+		q.metrics.SetDepth(q.ready.Len())
 		q.metrics.ObserveLatency(time.Duration(now - e.at))
 	}
 	return e.item, nil
@@ -316,34 +287,28 @@ func (q *Queue[T]) wakeGetters() {
 // client-go would queue a second copy of it if it was dirty
 // (kubernetes#141079).
 func (q *Queue[T]) Done(item T) {
-	h := q.states.hash(item) // Get has just loaded item's state: no prefetch
+	hash := q.states.Hash(item) // Get has just loaded item's state: no prefetch
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	now := int64(-1)
-	if q.waiting.len() > 0 {
-		// Items that became due before this Done, item among them, are
-		// queued before the item it may queue again.
-		now = q.nowLocked()
-		q.promoteLocked(now)
-	}
-	st, ref := q.states.find(h, item)
+	// Items that became due before this Done are queued before the item it
+	// may queue again.
+	q.promoteDueLocked()
+	st, ref := q.states.Find(hash, item)
 	if st&queueProcessing == 0 {
 		return
 	}
+	now := q.joinTimeLocked()
 	if q.metrics != nil {
-		if now < 0 {
-			now = q.nowLocked()
-		}
 		q.metrics.ObserveWorkDuration(time.Duration(now - q.starts[item]))
 		delete(q.starts, item)
 	}
 	if st&queueDirty != 0 {
-		q.states.set(ref, item, queueDirty)
-		q.pushReadyLocked(item, h, now)
+		q.states.Set(ref, item, queueDirty)
+		q.pushReadyLocked(item, hash, now)
 		return
 	}
-	q.states.remove(ref, item) // gives the memory of a burst back when it empties
-	if q.states.len() == 0 && q.draining {
+	q.states.Remove(ref, item) // gives the memory of a burst back when it empties
+	if q.states.Len() == 0 && q.draining {
 		q.drained.Broadcast()
 	}
 }
@@ -379,7 +344,7 @@ func (q *Queue[T]) ShutDownWithDrain() {
 	defer q.mu.Unlock()
 	q.shutDownLocked()
 	q.draining = true
-	for q.draining && q.states.len() > 0 {
+	for q.draining && q.states.Len() > 0 {
 		q.drained.Wait()
 	}
 }
@@ -388,11 +353,9 @@ func (q *Queue[T]) shutDownLocked() {
 	if q.shuttingDown {
 		return
 	}
-	if q.waiting.len() > 0 {
-		q.promoteLocked(q.nowLocked())
-	}
+	q.promoteDueLocked()
 	q.shuttingDown = true
-	q.armLocked(0) // stops the timer
+	q.delays.freeze()
 	q.cond.Broadcast()
 }
 
@@ -407,8 +370,7 @@ func (q *Queue[T]) ShuttingDown() bool {
 // A clock set back before the epoch (a FakeClock can be) reads as the epoch.
 func (q *Queue[T]) nowLocked() int64 {
 	// Since, not Now().Sub: on the real clock it reads only the monotonic
-	// clock, half the cost of time.Now (29 against 55 ns on the machine of
-	// BENCHMARKS.md), and every AddAfter reads it.
+	// clock, which costs less (BenchmarkDelayingQueueAddAfter).
 	return int64(max(q.clock.Since(q.epoch), 0))
 }
 

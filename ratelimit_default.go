@@ -58,7 +58,7 @@ const (
 func DefaultControllerRateLimiter[T comparable](opts ...Option) RateLimiter[T] {
 	c := newConfig(opts)
 	l := &defaultControllerRateLimiter[T]{
-		schedule: exponentialSchedule{
+		delays: doublingDelays{
 			baseDelay: DefaultControllerBaseDelay,
 			maxDelay:  DefaultControllerMaxDelay,
 			jitter:    c.limiter.jitter,
@@ -81,7 +81,7 @@ func DefaultControllerRateLimiter[T comparable](opts ...Option) RateLimiter[T] {
 type defaultControllerRateLimiter[T comparable] struct {
 	failures failureCounts[T]
 	bucket   tokenBucket // guarded by failures.mu
-	schedule exponentialSchedule
+	delays   doublingDelays
 	clock    clock.PassiveClock
 	epoch    time.Time
 }
@@ -92,7 +92,7 @@ func (l *defaultControllerRateLimiter[T]) When(item T) time.Duration {
 	n := l.failures.recordLocked(item)
 	owed := l.bucket.takeLocked(now)
 	l.failures.mu.Unlock()
-	return max(l.schedule.delay(n), l.bucket.delay(owed))
+	return max(l.delays.after(n), l.bucket.delay(owed))
 }
 
 func (l *defaultControllerRateLimiter[T]) Forget(item T) {

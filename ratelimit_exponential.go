@@ -28,19 +28,20 @@ import "time"
 // [NewItemExponentialFailureRateLimiter].
 type ItemExponentialFailureRateLimiter[T comparable] struct {
 	failures failureCounts[T]
-	schedule exponentialSchedule
+	delays   doublingDelays
 }
 
-// exponentialSchedule is the delay arithmetic of
-// ItemExponentialFailureRateLimiter, shared with the default limiter.
-type exponentialSchedule struct {
+// doublingDelays is the delay arithmetic of
+// ItemExponentialFailureRateLimiter, shared with the default limiter: a delay
+// that doubles with each failure, up to a maximum.
+type doublingDelays struct {
 	baseDelay time.Duration
 	maxDelay  time.Duration
 	jitter    float64 // WithRequeueJitter's maxFactor; 0 for none
 }
 
-// delay returns the delay after n earlier failures.
-func (s exponentialSchedule) delay(n int) time.Duration {
+// after returns the delay after n earlier failures.
+func (s doublingDelays) after(n int) time.Duration {
 	d := min(shiftDuration(s.baseDelay, n), s.maxDelay)
 	return jitterBelow(d, s.maxDelay, s.jitter)
 }
@@ -66,7 +67,7 @@ func NewItemExponentialFailureRateLimiter[T comparable](baseDelay, maxDelay time
 	}
 	c := newConfig(opts).limiter
 	l := &ItemExponentialFailureRateLimiter[T]{
-		schedule: exponentialSchedule{baseDelay: baseDelay, maxDelay: maxDelay, jitter: c.jitter},
+		delays: doublingDelays{baseDelay: baseDelay, maxDelay: maxDelay, jitter: c.jitter},
 	}
 	l.failures.init(c.maxTracked)
 	return l
@@ -78,7 +79,7 @@ func NewItemExponentialFailureRateLimiter[T comparable](baseDelay, maxDelay time
 // [d, min(d + maxFactor·d, maxDelay)]. It never blocks, never returns a
 // negative duration, and never more than maxDelay.
 func (l *ItemExponentialFailureRateLimiter[T]) When(item T) time.Duration {
-	return l.schedule.delay(l.failures.record(item))
+	return l.delays.after(l.failures.record(item))
 }
 
 // Forget clears item's failure count, so that its next When returns

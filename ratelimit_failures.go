@@ -14,13 +14,10 @@ import (
 // lookup and an increment, and slots are recycled through a free list, so
 // that a steady state of failures and Forgets allocates nothing.
 //
-// One mutex guards everything. Sharding the items over 32 mutexes by
-// hash/maphash.Comparable (Go 1.24) was measured and lost: hashing the item
-// costs more than the lock it saves, and the cache lines of the shards move
-// between cores as much as one lock's line does, since any worker may fail
-// any item (on 2 cores: 25 ns serial, 27 ns parallel with one lock; 33 ns and
-// 40 ns with 32 shards). The workqueue that calls When holds a single lock
-// of its own anyway.
+// One mutex guards everything: sharding the items over several mutexes by
+// a hash of the item lost in BenchmarkItemExponentialWhen, since hashing
+// costs more than the lock it saves, and any worker may fail any item. The
+// workqueue that calls When holds a single lock of its own anyway.
 //
 // When bounded (WithMaxTrackedItems), the entries also form a recency list,
 // newest first, and a new item makes room by dropping the one whose last

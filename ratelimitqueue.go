@@ -57,8 +57,8 @@ func (q *RateLimitingQueue[T]) AddRateLimited(item T) {
 		return
 	}
 	now := q.nowLocked()
-	q.promoteLocked(now) // an item that is due counts as queued, not waiting
-	if st, _ := q.states.find(q.states.hash(item), item); st&queueDirty != 0 || q.waiting.find(item) >= 0 {
+	q.promoteDueAtLocked(now) // an item that is due counts as queued, not waiting
+	if q.queuedOrWaitingLocked(item) {
 		return
 	}
 	q.addAfterLocked(item, q.limiter.When(item), now)

@@ -62,7 +62,7 @@ var (
 //   - op=index-floor/slots=4M: under a mutex, time.Since, the read of a
 //     1-byte tag at a random slot of 4M and a 4-byte store at the same slot
 //     of another array: the memory work that our AddAfter's index does for
-//     a new item at the size a one-second run reaches (queue_index.go:
+//     a new item at the size a one-second run reaches (internal/waitheap/index.go:
 //     tags, then the heap position), without hashing, growth or the heap.
 //     With the position array far larger than the caches, the store's
 //     cache miss is paid at the Unlock, which must wait for it;

@@ -1,10 +1,13 @@
 //go:build go1.24
 
-package backoff
+package waitheap
 
-import "hash/maphash"
+import (
+	"fmt"
+	"hash/maphash"
+)
 
-// waitIndex maps a waiting item to its position in the waitHeap. It is an
+// index maps a waiting item to its position in the Heap. It is an
 // open-addressing hash table with linear probing whose slots hold heap
 // positions, not items: the item is read from the heap entry, and each entry
 // records its slot, so that moving an entry in the heap updates the table in
@@ -12,84 +15,81 @@ import "hash/maphash"
 //
 // Beside each slot, a tag byte holds 7 bits of the item's hash (and a set
 // high bit; 0 means empty). A probe reads only the dense tag array and looks
-// at a heap entry only when the tag matches, 1 time in 128 for another item.
-// Without tags, every occupied slot on the probe path cost a cache miss into
-// the entries: at a million waiting items, a lookup of a new item (what
-// AddAfter does) touched 2 to 8 random entries; with them it touches one
-// cache line of tags.
+// at a heap entry only when the tag matches, 1 time in 128 for another item,
+// so a lookup of a new item touches one cache line of tags rather than a
+// random entry per occupied slot on its path.
 //
-// That layout is what keeps a waiting int item at about 34 bytes: a Go map
-// from item to position costs 16-byte slots plus control bytes, about 38
-// bytes per item at a million items on its own, while this table costs 5
-// bytes per slot, at most 3/4 full. hash/maphash.Comparable, which hashes
-// any comparable value without allocating, is new in Go 1.24;
-// queue_index_map.go uses a Go map on older toolchains.
-type waitIndex[T comparable] struct {
+// Why not a Go map from item to position: this table costs 5 bytes per slot,
+// at most 3/4 full, a fraction of a map's slots and control bytes (see
+// BenchmarkDelayingQueueBytesPerWaitingItem). hash/maphash.Comparable, which
+// hashes any comparable value without allocating, is new in Go 1.24;
+// index_map.go uses a Go map on older toolchains.
+type index[T comparable] struct {
 	seed  maphash.Seed
 	tags  []uint8  // 0 is empty; else 0x80 | the top 7 bits of the item's hash
 	slots []uint32 // for a used slot, 1 + the position of its heap entry
 }
 
-// waitIndexMinSlots is the smallest table: eight slots, 40 bytes.
-const waitIndexMinSlots = 8
+// indexMinSlots is the smallest table: eight slots, 40 bytes.
+const indexMinSlots = 8
 
 // hash returns the slot where the probe for item starts, and its tag.
-func (x *waitIndex[T]) hash(item T) (home int, tag uint8) {
+func (x *index[T]) hash(item T) (home int, tag uint8) {
 	return x.split(x.hashOf(item))
 }
 
 // hashOf returns item's hash. It must not be called before the table
 // exists: the seed is made with it (see prepare).
-func (x *waitIndex[T]) hashOf(item T) uint64 { return maphash.Comparable(x.seed, item) }
+func (x *index[T]) hashOf(item T) uint64 { return maphash.Comparable(x.seed, item) }
 
 // split returns the slot where the probe for an item of hash hv starts, and
 // the item's tag.
-func (x *waitIndex[T]) split(hv uint64) (home int, tag uint8) {
+func (x *index[T]) split(hv uint64) (home int, tag uint8) {
 	return int(hv & uint64(len(x.slots)-1)), uint8(hv>>57) | 0x80
 }
 
 // prepare makes the table, and with it the seed, if there is none yet.
-func (x *waitIndex[T]) prepare(h *waitHeap[T]) {
+func (x *index[T]) prepare(h *Heap[T]) {
 	if x.slots == nil {
-		x.rebuild(h, waitIndexMinSlots)
+		x.rebuild(h, indexMinSlots)
 	}
 }
 
-// waitProbe is where a lookup that missed ended: the free slot in which the
+// probe is where a lookup that missed ended: the free slot in which the
 // item would be placed, and its tag. It saves push a second probe.
-type waitProbe struct {
+type probe struct {
 	slot int // -1 if the table has no slots yet
 	tag  uint8
 }
 
 // find returns the position of item in h, or -1.
-func (x *waitIndex[T]) find(h *waitHeap[T], item T) int {
+func (x *index[T]) find(h *Heap[T], item T) int {
 	p, _ := x.lookup(h, item)
 	return p
 }
 
 // lookup returns the position of item in h, or -1 and where the probe for
 // it ended.
-func (x *waitIndex[T]) lookup(h *waitHeap[T], item T) (int, waitProbe) {
+func (x *index[T]) lookup(h *Heap[T], item T) (int, probe) {
 	if len(x.slots) == 0 {
-		return -1, waitProbe{slot: -1}
+		return -1, probe{slot: -1}
 	}
 	return x.lookupHashed(h, item, x.hashOf(item))
 }
 
 // lookupHashed is lookup for an item whose hash (hashOf) is hv. The table
 // must exist.
-func (x *waitIndex[T]) lookupHashed(h *waitHeap[T], item T, hv uint64) (int, waitProbe) {
+func (x *index[T]) lookupHashed(h *Heap[T], item T, hv uint64) (int, probe) {
 	mask := len(x.slots) - 1
 	i, tag := x.split(hv)
 	for {
 		t := x.tags[i]
 		if t == 0 {
-			return -1, waitProbe{i, tag}
+			return -1, probe{i, tag}
 		}
 		if t == tag {
-			if p := int(x.slots[i]) - 1; h.entry(p).item == item {
-				return p, waitProbe{}
+			if p := int(x.slots[i]) - 1; h.entry(p).Item == item {
+				return p, probe{}
 			}
 		}
 		i = (i + 1) & mask
@@ -98,9 +98,9 @@ func (x *waitIndex[T]) lookupHashed(h *waitHeap[T], item T, hv uint64) (int, wai
 
 // insert indexes the new entry at position pos, which lookup missed with
 // probe pr, growing the table when it would be more than 3/4 full.
-func (x *waitIndex[T]) insert(h *waitHeap[T], pos int, pr waitProbe) {
+func (x *index[T]) insert(h *Heap[T], pos int, pr probe) {
 	if h.n*4 > len(x.slots)*3 {
-		x.rebuild(h, max(2*len(x.slots), waitIndexMinSlots)) // places pos too
+		x.rebuild(h, max(2*len(x.slots), indexMinSlots)) // places pos too
 		return
 	}
 	x.tags[pr.slot] = pr.tag
@@ -110,10 +110,10 @@ func (x *waitIndex[T]) insert(h *waitHeap[T], pos int, pr waitProbe) {
 
 // place puts the entry at position pos in the first free slot of its probe
 // sequence.
-func (x *waitIndex[T]) place(h *waitHeap[T], pos int) {
+func (x *index[T]) place(h *Heap[T], pos int) {
 	mask := len(x.slots) - 1
 	e := h.entry(pos)
-	i, tag := x.hash(e.item)
+	i, tag := x.hash(e.Item)
 	for x.tags[i] != 0 {
 		i = (i + 1) & mask
 	}
@@ -123,19 +123,19 @@ func (x *waitIndex[T]) place(h *waitHeap[T], pos int) {
 }
 
 // moved records that the entry now at position pos has moved there.
-func (x *waitIndex[T]) moved(h *waitHeap[T], pos int) {
+func (x *index[T]) moved(h *Heap[T], pos int) {
 	x.slots[h.entry(pos).slot] = uint32(pos + 1)
 }
 
 // remove unindexes the entry at position pos, which is still in place. It
 // closes the gap by shifting later entries of the probe run back, so
 // lookups never meet tombstones and the table needs no periodic cleaning.
-func (x *waitIndex[T]) remove(h *waitHeap[T], pos int) {
+func (x *index[T]) remove(h *Heap[T], pos int) {
 	mask := len(x.slots) - 1
 	hole := int(h.entry(pos).slot)
 	for j := (hole + 1) & mask; x.tags[j] != 0; j = (j + 1) & mask {
 		e := h.entry(int(x.slots[j]) - 1)
-		k, _ := x.hash(e.item)
+		k, _ := x.hash(e.Item)
 		// The entry at j may fill the hole unless its home lies cyclically
 		// in (hole, j]: it would then become unreachable from its home.
 		if (hole < j && (k <= hole || k > j)) || (hole > j && k <= hole && k > j) {
@@ -149,9 +149,9 @@ func (x *waitIndex[T]) remove(h *waitHeap[T], pos int) {
 
 // shrink rebuilds a table that is less than 1/16 full at half its maximum
 // load, so that the table follows the heap down after a burst.
-func (x *waitIndex[T]) shrink(h *waitHeap[T]) {
-	if len(x.slots) > waitIndexMinSlots && h.n*16 < len(x.slots) {
-		size := waitIndexMinSlots
+func (x *index[T]) shrink(h *Heap[T]) {
+	if len(x.slots) > indexMinSlots && h.n*16 < len(x.slots) {
+		size := indexMinSlots
 		for h.n*8 > size*3 {
 			size *= 2
 		}
@@ -160,12 +160,9 @@ func (x *waitIndex[T]) shrink(h *waitHeap[T]) {
 }
 
 // rebuild replaces the table with one of size slots (a power of two) holding
-// every entry of h. It places the entries in heap order. Two alternatives
-// measured no faster at millions of entries: walking the old table in slot
-// order (its random reads and writes of the entries cost more than its
-// sequential stores into the new table save), and placing in batches whose
-// tag and slot cache lines are loaded first, so that the misses overlap.
-func (x *waitIndex[T]) rebuild(h *waitHeap[T], size int) {
+// every entry of h. It places the entries in heap order, the simplest of the
+// orders that measured equally fast (BenchmarkDelayingQueueAddAfter).
+func (x *index[T]) rebuild(h *Heap[T], size int) {
 	if x.slots == nil {
 		x.seed = maphash.MakeSeed()
 	}
@@ -175,3 +172,35 @@ func (x *waitIndex[T]) rebuild(h *waitHeap[T], size int) {
 		x.place(h, pos)
 	}
 }
+
+// check returns an error unless the table has one slot per entry, each
+// entry records its slot, each slot has its item's tag, and the table is at
+// most 3/4 full.
+func (x *index[T]) check(h *Heap[T]) error {
+	used := 0
+	for s, p := range x.slots {
+		if (x.tags[s] == 0) != (p == 0) {
+			return fmt.Errorf("index: slot %d has tag %#x and position %d", s, x.tags[s], int(p)-1)
+		}
+		if p == 0 {
+			continue
+		}
+		used++
+		if int(p) > h.n || h.entry(int(p)-1).slot != uint32(s) {
+			return fmt.Errorf("index: slot %d points at position %d, which does not record it", s, p-1)
+		}
+		if _, tag := x.hash(h.entry(int(p) - 1).Item); tag != x.tags[s] {
+			return fmt.Errorf("index: slot %d has tag %#x, its item hashes to %#x", s, x.tags[s], tag)
+		}
+	}
+	if used != h.n {
+		return fmt.Errorf("index: %d slots used for %d entries", used, h.n)
+	}
+	if h.n*4 > len(x.slots)*3 {
+		return fmt.Errorf("index: %d entries in %d slots", h.n, len(x.slots))
+	}
+	return nil
+}
+
+// size returns the number of slots of the table.
+func (x *index[T]) size() int { return len(x.slots) }

@@ -1,0 +1,77 @@
+package waitheap
+
+// batchLen is how many PushOrLower calls the heap collects before applying
+// them together: larger batches gained little in BenchmarkAddAfter (bench/)
+// and hold more items.
+const batchLen = 16
+
+// batch holds the latest PushOrLower calls, in call order, until the heap
+// applies them.
+//
+// Why: at millions of waiting items, each call's index probe and stores are
+// cache misses. Applied one per call, they sit between two operations on the
+// caller's mutex, whose locked instructions wait for them, so no two calls'
+// misses overlap. Applied as a batch, hashes first and then one probe after
+// another, the processor runs ahead into the next item's probe while the
+// previous one's misses are outstanding.
+//
+// Why it is invisible: a batch applied in call order leaves the heap exactly
+// as applying each call at once would, including the order of equal ready
+// times (seq is assigned when a call is applied). Everything that reads
+// positions or takes entries out applies the batch first (find, push,
+// PopMin), and what only asks whether and when something waits accounts for
+// it without applying it (Len, MinAt), so a timer is armed for a batched
+// item as it would be for an entry.
+type batch[T comparable] struct {
+	n     int   // calls[:n] are pending
+	minAt int64 // the earliest at in calls[:n]
+	// calls is allocated by the first PushOrLower, so that a heap that is
+	// never used does not carry it.
+	calls *[batchLen]call[T]
+}
+
+// call is one pending PushOrLower call.
+type call[T comparable] struct {
+	at   int64
+	item T
+}
+
+// PushOrLower makes item wait until at, or until its current ready time if
+// that is earlier. If at is the earlier, the item counts, among equal ready
+// times, as set last. The change is batched, invisibly (see batch).
+// Amortised O(log n); it allocates nothing once the heap has grown.
+func (h *Heap[T]) PushOrLower(item T, at int64) {
+	b := &h.batch
+	if b.n == batchLen {
+		h.apply()
+	} else if b.calls == nil {
+		b.calls = new([batchLen]call[T])
+	}
+	if b.n == 0 || at < b.minAt {
+		b.minAt = at
+	}
+	b.calls[b.n] = call[T]{at: at, item: item}
+	b.n++
+}
+
+// apply applies the pending calls in order and empties the batch.
+func (h *Heap[T]) apply() {
+	b := &h.batch
+	n := b.n
+	if n == 0 {
+		return
+	}
+	b.n = 0
+	h.index.prepare(h)
+	// Hashing every item before the first probe starts the probes' loads
+	// sooner (see BenchmarkAddAfter in bench/).
+	var hv [batchLen]uint64
+	for k := range n {
+		hv[k] = h.index.hashOf(b.calls[k].item)
+	}
+	for k := range n {
+		c := &b.calls[k]
+		h.pushOrLowerHashed(c.item, c.at, hv[k])
+		*c = call[T]{} // let the item be collected once it leaves the heap
+	}
+}

@@ -1,0 +1,50 @@
+package waitheap_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/retrykit/backoff/internal/waitheap"
+)
+
+func TestHeapAPI(t *testing.T) {
+	var h waitheap.Heap[string]
+	assert.Zero(t, h.Len())
+	h.PushOrLower("b", 20)
+	h.PushOrLower("a", 20) // ties: set after b
+	h.PushOrLower("c", 30)
+	h.PushOrLower("c", 40) // later: ignored
+	assert.Equal(t, 4, h.Len(), "counts the batched calls")
+	assert.Equal(t, int64(20), h.MinAt())
+	assert.False(t, h.Contains("x"), "applies the batch")
+	assert.Equal(t, 3, h.Len())
+	h.PushOrLower("c", 10) // earlier: wins
+	assert.Equal(t, int64(10), h.MinAt())
+	assert.True(t, h.Contains("a"))
+	assert.True(t, h.Remove("a"))
+	assert.False(t, h.Remove("a"))
+	require.NoError(t, h.Check())
+	e := h.PopMin()
+	assert.Equal(t, "c", e.Item)
+	assert.Equal(t, int64(10), e.At)
+	e = h.PopMin()
+	assert.Equal(t, "b", e.Item)
+	assert.Equal(t, int64(20), e.At)
+	assert.Zero(t, h.Len())
+}
+
+// BenchmarkPushOrLowerPopMin keeps 10,000 items waiting, and makes one more
+// wait and takes the earliest out.
+func BenchmarkPushOrLowerPopMin(b *testing.B) {
+	var h waitheap.Heap[int]
+	for i := range 10_000 {
+		h.PushOrLower(i, int64(i))
+	}
+	b.ReportAllocs()
+	for i := range b.N {
+		h.PushOrLower(10_000+i, int64(10_000+i))
+		h.PopMin()
+	}
+}

@@ -1,0 +1,103 @@
+package backoff
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+func TestQueueTimerInvariant(t *testing.T) {
+	fc := testingclock.NewFakeClock(time.Unix(0, 0))
+	q := NewDelayingQueue[int](WithClock(fc))
+	rng := rand.New(rand.NewPCG(9, 9))
+	for op := 0; op < 3000; op++ {
+		item := rng.IntN(20)
+		switch rng.IntN(6) {
+		case 0, 1:
+			q.AddAfter(item, time.Duration(rng.IntN(100)-10)*time.Millisecond)
+		case 2:
+			q.Add(item)
+		case 3:
+			fc.Step(time.Duration(rng.IntN(30)) * time.Millisecond)
+		case 4:
+			if q.Len() > 0 {
+				it, _ := q.Get()
+				q.Done(it)
+			}
+		case 5:
+			q.NextReadyAt()
+		}
+		q.mu.Lock()
+		d := &q.delays
+		if !d.armed {
+			// Only a fired timer whose goroutine has not run yet may leave
+			// items waiting without an armed timer; promote as Len would.
+			q.promoteDueLocked()
+		}
+		require.NoError(t, d.waiting.Check())
+		require.Equal(t, d.waiting.Len() > 0, d.armed, "op %d: armed iff items wait", op)
+		if d.armed {
+			require.Equal(t, d.waiting.MinAt(), d.armedAt, "op %d: armed for the earliest", op)
+		}
+		require.LessOrEqual(t, fc.Waiters(), 1)
+		q.mu.Unlock()
+	}
+	q.ShutDown()
+	assert.Equal(t, 0, fc.Waiters())
+}
+
+// FuzzAddAfter adds up to four items with arbitrary delays (negative, zero,
+// huge), steps the clock once, and checks that nothing panics, that the
+// heap property holds throughout, and that exactly the items whose ready time
+// the clock has reached are queued: ready times saturate instead of
+// overflowing.
+func FuzzAddAfter(f *testing.F) {
+	f.Add(int64(0), int64(0), int64(0), int64(0), uint8(0), int64(0))
+	f.Add(int64(-1), int64(1), int64(math.MaxInt64), int64(math.MinInt64), uint8(0b11100100), int64(math.MaxInt64))
+	f.Add(int64(5e6), int64(10e6), int64(1e6), int64(7e6), uint8(0b00010001), int64(7e6))
+	f.Add(int64(math.MaxInt64), int64(math.MaxInt64-1), int64(1), int64(0), uint8(0b01000100), int64(math.MaxInt64-1))
+	f.Fuzz(func(t *testing.T, d0, d1, d2, d3 int64, which uint8, step int64) {
+		fc := testingclock.NewFakeClock(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC))
+		q := NewDelayingQueue[int](WithClock(fc))
+		defer q.ShutDown()
+
+		nonPositive := map[int]bool{}
+		minPositive := map[int]int64{}
+		for k, d := range []int64{d0, d1, d2, d3} {
+			item := int(which>>(2*k)) & 3
+			q.AddAfter(item, time.Duration(d))
+			if d <= 0 {
+				nonPositive[item] = true
+			} else if m, ok := minPositive[item]; !ok || d < m {
+				minPositive[item] = d
+			}
+			q.mu.Lock()
+			require.NoError(t, q.delays.waiting.Check())
+			if q.delays.waiting.Len() > 0 { // the earliest, by the heap property
+				require.Positive(t, q.delays.waiting.MinAt(), "ready time of a positive delay")
+			}
+			q.mu.Unlock()
+		}
+		step = max(step, 0)
+		fc.Step(time.Duration(step))
+		want := 0
+		for item := 0; item < 4; item++ {
+			m, waits := minPositive[item]
+			if nonPositive[item] || (waits && m <= step) {
+				want++
+			}
+		}
+		require.Equal(t, want, q.Len(), "queued after a step of %d", step)
+		q.mu.Lock()
+		require.NoError(t, q.delays.waiting.Check())
+		if q.delays.waiting.Len() > 0 { // the earliest, by the heap property
+			require.Greater(t, q.delays.waiting.MinAt(), step, "a due item still waits")
+		}
+		q.mu.Unlock()
+	})
+}

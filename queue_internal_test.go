@@ -1,0 +1,35 @@
+package backoff
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/retrykit/backoff/internal/fifo"
+	"github.com/retrykit/backoff/internal/itemstate"
+)
+
+func TestQueueGivesMemoryBack(t *testing.T) {
+	q := NewQueue[int]()
+	for i := 0; i < 100_000; i++ {
+		q.Add(i)
+	}
+	assert.Equal(t, 100_000, q.states.Len())
+	assert.GreaterOrEqual(t, q.states.Slots(), 100_000)
+	for q.Len() > 0 {
+		item, _ := q.Get()
+		q.Done(item)
+	}
+	assert.Zero(t, q.states.Len())
+	assert.LessOrEqual(t, q.ready.Cap(), 2*fifo.MaxChunk, "the FIFO is down to one chunk and at most one spare")
+
+	q.Add(1)
+	item, _ := q.Get()
+	q.Done(item)
+	assert.LessOrEqual(t, q.states.Slots(), itemstate.KeepSize, "the table of the burst was dropped")
+	assert.Zero(t, testing.AllocsPerRun(10, func() {
+		q.Add(2)
+		item, _ := q.Get()
+		q.Done(item)
+	}), "a small queue keeps its table: no allocation per cycle")
+}
