@@ -122,7 +122,8 @@ type gcra struct {
 	rate        float64
 	burst       int
 	interval    float64 // µs per event; 0 for an infinite rate
-	intervalArg string
+	intervalArg any     // the script's arguments that never change, boxed once
+	burstArg    any
 	local       *localBuckets
 }
 
@@ -149,6 +150,7 @@ func newGCRA(where string, client goredis.UniversalClient, what string, r float6
 		burst:       burst,
 		interval:    interval,
 		intervalArg: strconv.FormatFloat(interval, 'g', -1, 64),
+		burstArg:    strconv.Itoa(burst),
 		local:       newLocalBuckets(r/float64(c.replicas), max(1, burst/c.replicas), localKeys),
 	}
 }
@@ -160,26 +162,34 @@ type decision struct {
 	due   int64         // server µs at which admitted events may happen; 0 for local
 }
 
-// redisDecide asks Redis about keys. maxWait < 0 means any wait.
-func (l *gcra) redisDecide(ctx context.Context, keys []string, n int, maxWait time.Duration) ([]decision, error) {
-	waitArg := int64(-1)
-	if maxWait >= 0 {
-		waitArg = maxWait.Microseconds()
+// Boxed arguments of the most common calls, so that a decision boxes none.
+var (
+	argOne     any = "1"
+	argNoWait  any = "0"
+	argAnyWait any = "-1"
+)
+
+// redisDecide asks Redis about keys and fills out (one per key). maxWait < 0
+// means any wait.
+func (l *gcra) redisDecide(ctx context.Context, keys []string, n int, maxWait time.Duration, out []decision) error {
+	nArg, waitArg := argOne, argNoWait
+	if n != 1 {
+		nArg = strconv.Itoa(n)
 	}
-	var vals []int64
-	err := l.guard.run(ctx, func(ctx context.Context) error {
-		var err error
-		vals, err = gcraScript.Run(ctx, l.client, keys, l.intervalArg, l.burst, n, waitArg).Int64Slice()
-		if err == nil && len(vals) != 1+4*len(keys) {
-			err = errors.New("redis: unexpected reply from the limiter script")
-		}
+	if maxWait < 0 {
+		waitArg = argAnyWait
+	} else if maxWait > 0 {
+		waitArg = strconv.FormatInt(maxWait.Microseconds(), 10)
+	}
+	callCtx, cancel := l.guard.begin(ctx)
+	vals, err := gcraScript.Run(callCtx, l.client, keys, l.intervalArg, l.burstArg, nArg, waitArg).Int64Slice()
+	if err == nil && len(vals) != 1+4*len(keys) {
+		err = errors.New("redis: unexpected reply from the limiter script")
+	}
+	if err := l.guard.end(ctx, cancel, err); err != nil {
 		return err
-	})
-	if err != nil {
-		return nil, err
 	}
 	now := vals[0]
-	out := make([]decision, len(keys))
 	for i := range out {
 		v := vals[1+4*i : 5+4*i]
 		d := decision{Result: Result{
@@ -199,36 +209,35 @@ func (l *gcra) redisDecide(ctx context.Context, keys []string, n int, maxWait ti
 		}
 		out[i] = d
 	}
-	return out, nil
+	return nil
 }
 
-// decide decides for keys, in Redis when it can and locally otherwise. The
-// error is the caller's context's, or ErrUnavailable's for a limiter that
-// fails closed.
-func (l *gcra) decide(ctx context.Context, fullKeys []string, n int, maxWait time.Duration) ([]decision, error) {
+// decide decides for keys, in Redis when it can and locally otherwise, into
+// out (one per key). The error is the caller's context's, or ErrUnavailable's
+// for a limiter that fails closed.
+func (l *gcra) decide(ctx context.Context, fullKeys []string, n int, maxWait time.Duration, out []decision) error {
 	if err := ctx.Err(); err != nil {
-		return nil, context.Cause(ctx)
+		return context.Cause(ctx)
 	}
 	var cause error
 	if l.guard.tryRedis() {
-		ds, err := l.redisDecide(ctx, fullKeys, n, maxWait)
+		err := l.redisDecide(ctx, fullKeys, n, maxWait, out)
 		if err == nil {
-			return ds, nil
+			return nil
 		}
 		if ctx.Err() != nil {
-			return nil, err
+			return err
 		}
 		cause = err
 	}
 	if err := l.guard.unavailable(cause); err != nil {
-		return nil, err
+		return err
 	}
 	now := l.clock.Now()
-	out := make([]decision, len(fullKeys))
 	for i, k := range fullKeys {
 		out[i] = l.local.reserve(k, n, now, maxWait)
 	}
-	return out, nil
+	return nil
 }
 
 // cancel gives back an admitted decision's events, best effort: Redis

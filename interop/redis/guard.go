@@ -81,13 +81,17 @@ func (g *guard) tryRedis() bool {
 	return g.nextProbe.CompareAndSwap(next, now+int64(g.probeInterval))
 }
 
-// run calls f with a context bounded by the timeout. It returns nil if f
-// succeeded; the caller's context error if the caller's context ended (which
-// says nothing about Redis); and otherwise f's error, after recording the
+// begin returns the context of one call to Redis: ctx bounded by the
+// timeout. The caller passes the call's error to end.
+func (g *guard) begin(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, g.timeout)
+}
+
+// end records the outcome of a call begun with begin. It returns nil if the
+// call succeeded; the caller's context error if the caller's context ended
+// (which says nothing about Redis); and otherwise err, after recording the
 // failure.
-func (g *guard) run(ctx context.Context, f func(context.Context) error) error {
-	callCtx, cancel := context.WithTimeout(ctx, g.timeout)
-	err := f(callCtx)
+func (g *guard) end(ctx context.Context, cancel context.CancelFunc, err error) error {
 	cancel()
 	if err == nil {
 		g.shared.Add(1)
@@ -102,6 +106,12 @@ func (g *guard) run(ctx context.Context, f func(context.Context) error) error {
 	g.errs.Add(1)
 	g.markDown(err)
 	return err
+}
+
+// run calls f with a context bounded by the timeout; see end.
+func (g *guard) run(ctx context.Context, f func(context.Context) error) error {
+	callCtx, cancel := g.begin(ctx)
+	return g.end(ctx, cancel, f(callCtx))
 }
 
 func (g *guard) markDown(err error) {

@@ -2,7 +2,6 @@ package redis_test
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -126,13 +125,6 @@ func serverTime(tb testing.TB, c goredis.UniversalClient) time.Time {
 		tb.Fatal(err)
 	}
 	return t
-}
-
-func mustNoErr(tb testing.TB, err error, what ...any) {
-	tb.Helper()
-	if err != nil {
-		tb.Fatal(fmt.Sprint(what...), err)
-	}
 }
 
 // generous is the timeout of the tests that are not about faults: on a

@@ -62,8 +62,8 @@ func (k *KeyedLimiter) AllowBatch(ctx context.Context, keys []string) ([]Result,
 	for i, key := range keys {
 		full[i] = k.base + key
 	}
-	ds, err := k.l.decide(ctx, full, 1, 0)
-	if err != nil {
+	ds := make([]decision, len(keys))
+	if err := k.l.decide(ctx, full, 1, 0, ds); err != nil {
 		return nil, err
 	}
 	out := make([]Result, len(ds))

@@ -2,7 +2,6 @@ package redis_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -108,5 +107,4 @@ func TestRequeueFallsBackAndFailsClosed(t *testing.T) {
 		backoffredis.WithTimeout(testTimeout), backoffredis.WithLogger(nil), backoffredis.WithFailClosed())
 	timed(t, "When", func() { assert.Equal(t, time.Second, closed.When("x")) })
 	assert.Equal(t, uint64(1), closed.Stats().Refused)
-	_ = fmt.Sprint()
 }

@@ -60,11 +60,11 @@ func (l *gcra) reserve(ctx context.Context, key string, n int, maxWait time.Dura
 	if n <= 0 {
 		return &Reservation{l: l, key: key, d: decision{Result: Result{Allowed: true, Shared: true}}, at: l.clock.Now()}, nil
 	}
-	ds, err := l.decide(ctx, []string{key}, n, maxWait)
-	if err != nil {
+	var d [1]decision
+	if err := l.decide(ctx, []string{key}, n, maxWait, d[:]); err != nil {
 		return &Reservation{l: l, key: key, n: n, d: decision{Result: Result{RetryAfter: -1}}}, err
 	}
-	return &Reservation{l: l, key: key, n: n, d: ds[0], at: l.clock.Now()}, nil
+	return &Reservation{l: l, key: key, n: n, d: d[0], at: l.clock.Now()}, nil
 }
 
 // wait is WaitN's engine: it reserves no further ahead than ctx's deadline,
@@ -105,9 +105,9 @@ func (l *gcra) allow(ctx context.Context, key string, n int) (Result, error) {
 	if n <= 0 {
 		return Result{Allowed: true, Shared: true}, nil
 	}
-	ds, err := l.decide(ctx, []string{key}, n, 0)
-	if err != nil {
+	var d [1]decision
+	if err := l.decide(ctx, []string{key}, n, 0, d[:]); err != nil {
 		return Result{RetryAfter: -1}, err
 	}
-	return ds[0].Result, nil
+	return d[0].Result, nil
 }
