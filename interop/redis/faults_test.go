@@ -216,3 +216,19 @@ func TestCallerContextEndsBeforeRedisAnswers(t *testing.T) {
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.True(t, r.lim.Stats().Available, "the caller's deadline says nothing about Redis")
 }
+
+func TestWarnsWhenTheClientIgnoresDeadlines(t *testing.T) {
+	var log logBuffer
+	plain := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1"})
+	defer plain.Close()
+	backoffredis.NewLimiter(plain, "x", 1, 1, backoffredis.WithLogger(log.logger()))
+	assert.Equal(t, 1, log.count("ContextTimeoutEnabled"))
+
+	good := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
+	defer good.Close()
+	backoffredis.NewKeyedLimiter(good, "x", 1, 1, backoffredis.WithLogger(log.logger()))
+	short := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1", ReadTimeout: 10 * time.Millisecond})
+	defer short.Close()
+	backoffredis.NewItemExponentialFailureRateLimiter[string](short, "x", time.Millisecond, time.Second, backoffredis.WithLogger(log.logger()))
+	assert.Equal(t, 1, log.count("ContextTimeoutEnabled"), "no warning when the deadline is honoured")
+}
