@@ -232,3 +232,74 @@ func TestWarnsWhenTheClientIgnoresDeadlines(t *testing.T) {
 	backoffredis.NewItemExponentialFailureRateLimiter[string](short, "x", time.Millisecond, time.Second, backoffredis.WithLogger(log.logger()))
 	assert.Equal(t, 1, log.count("ContextTimeoutEnabled"), "no warning when the deadline is honoured")
 }
+
+// TestKillUnderLoad kills the server while four goroutines are deciding
+// without pause, restarts it, and checks that no call failed or blocked past
+// its deadline, and that decisions are shared again after the restart.
+func TestKillUnderLoad(t *testing.T) {
+	r := newFaultRig(t)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var slowest time.Duration
+	var calls, shared int
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				start := time.Now()
+				res, err := r.lim.AllowN(context.Background(), "k", 1)
+				took := time.Since(start)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				slowest = max(slowest, took)
+				calls++
+				if res.Shared {
+					shared++
+				}
+				mu.Unlock()
+				// A busy service, not a spin loop: four spinning goroutines
+				// under the race detector on two cores would measure the
+				// scheduler, not the limiter.
+				time.Sleep(time.Millisecond)
+			}
+		}()
+	}
+	time.Sleep(100 * time.Millisecond) // let the load run on the healthy server
+	r.srv.kill()
+	time.Sleep(100 * time.Millisecond) // and on the fallback
+	r.srv.start()
+	// The next probe is due one fake second after the outage began. A
+	// probe can still fail if go-redis is backing off its dials; the next
+	// one, a step later, then succeeds.
+	deadline := time.Now().Add(5 * time.Second)
+	for !r.lim.Stats().Available && time.Now().Before(deadline) {
+		r.clk.Step(time.Second)
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+
+	// After the restart, a pooled connection opened before the kill can
+	// fail once more, which counts as a second, short outage; the next
+	// probe succeeds.
+	for i := 0; i < 5 && !r.allow(t).Shared; i++ {
+		r.clk.Step(time.Second)
+	}
+	st := r.lim.Stats()
+	assert.True(t, st.Available, "shared again after the restart")
+	assert.GreaterOrEqual(t, st.Outages, uint64(1))
+	assert.LessOrEqual(t, st.Outages, uint64(2))
+	assert.Positive(t, st.Fallback)
+	assert.LessOrEqual(t, slowest, testTimeout+schedulingSlack, "a call blocked past its deadline")
+	t.Logf("%d calls, %d shared, %d fallback, slowest %v; %+v", calls, shared, st.Fallback, slowest, st)
+}

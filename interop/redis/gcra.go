@@ -36,6 +36,11 @@ local max_wait = tonumber(ARGV[4])
 local t = redis.call('TIME')
 local now = (tonumber(t[1]) - 1483228800) * 1000000 + tonumber(t[2])
 local offset = interval * burst
+-- events admissible now in a bucket whose TAT is t
+local function room(t)
+  if interval == 0 then return burst end
+  return math.max(0, math.floor((now + offset - t) / interval))
+end
 local out = {now}
 for _, key in ipairs(KEYS) do
   local tat = tonumber(redis.call('GET', key))
@@ -46,7 +51,7 @@ for _, key in ipairs(KEYS) do
   if n > burst then
     out[#out+1] = 0
     out[#out+1] = -1
-    out[#out+1] = math.max(0, math.floor((now + offset - tat) / interval))
+    out[#out+1] = room(tat)
     out[#out+1] = math.ceil(tat - now)
   elseif max_wait < 0 or delay <= max_wait then
     new_tat = math.ceil(new_tat)
@@ -55,14 +60,12 @@ for _, key in ipairs(KEYS) do
     end
     out[#out+1] = 1
     out[#out+1] = math.ceil(delay)
-    local rem = 0
-    if interval > 0 then rem = math.max(0, math.floor((now + offset - new_tat) / interval)) end
-    out[#out+1] = rem
+    out[#out+1] = room(new_tat)
     out[#out+1] = new_tat - now
   else
     out[#out+1] = 0
     out[#out+1] = math.ceil(delay)
-    out[#out+1] = math.max(0, math.floor((now + offset - tat) / interval))
+    out[#out+1] = room(tat)
     out[#out+1] = math.ceil(tat - now)
   end
 end
