@@ -75,8 +75,9 @@
 // # Cluster and Sentinel
 //
 // With a Sentinel failover client, a failover loses what the old primary had
-// not replicated: at most the last few decisions, so a limit may admit up to
-// one extra burst, and a few items may wait one step less. With a Cluster,
+// not replicated: a limit may admit again the events it admitted during the
+// replication lag before the failover, and an item that failed then may wait
+// one step less. With a Cluster,
 // a limiter's keys share a slot, so one busy KeyedLimiter loads one shard;
 // split a very large one into several names. In both, the scripts read the
 // server's TIME; Redis 5 or later replicates their effects, not the scripts.
