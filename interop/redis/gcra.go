@@ -36,12 +36,17 @@ local max_wait = tonumber(ARGV[4])
 local t = redis.call('TIME')
 local now = (tonumber(t[1]) - 1483228800) * 1000000 + tonumber(t[2])
 local offset = interval * burst
--- events admissible now in a bucket whose TAT is t
-local function room(t)
-  if interval == 0 then return burst end
-  return math.max(0, math.floor((now + offset - t) / interval))
-end
 local out = {now}
+if interval == 0 then
+  -- an infinite rate: every bucket is always full, nothing is stored
+  for _ in ipairs(KEYS) do
+    out[#out+1] = 1
+    out[#out+1] = 0
+    out[#out+1] = burst
+    out[#out+1] = 0
+  end
+  return out
+end
 for _, key in ipairs(KEYS) do
   local tat = tonumber(redis.call('GET', key))
   if tat == nil or tat < now then tat = now end
@@ -51,7 +56,7 @@ for _, key in ipairs(KEYS) do
   if n > burst then
     out[#out+1] = 0
     out[#out+1] = -1
-    out[#out+1] = room(tat)
+    out[#out+1] = math.max(0, math.floor((now + offset - tat) / interval))
     out[#out+1] = math.ceil(tat - now)
   elseif max_wait < 0 or delay <= max_wait then
     new_tat = math.ceil(new_tat)
@@ -60,12 +65,12 @@ for _, key in ipairs(KEYS) do
     end
     out[#out+1] = 1
     out[#out+1] = math.ceil(delay)
-    out[#out+1] = room(new_tat)
+    out[#out+1] = math.max(0, math.floor((now + offset - new_tat) / interval))
     out[#out+1] = new_tat - now
   else
     out[#out+1] = 0
     out[#out+1] = math.ceil(delay)
-    out[#out+1] = room(tat)
+    out[#out+1] = math.max(0, math.floor((now + offset - tat) / interval))
     out[#out+1] = math.ceil(tat - now)
   end
 end

@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -229,4 +230,15 @@ func inRange(t *testing.T, d, lo, hi time.Duration) {
 	t.Helper()
 	assert.Greater(t, d, lo)
 	assert.LessOrEqual(t, d, hi)
+}
+
+func TestInfiniteRateAdmitsEverything(t *testing.T) {
+	s := startServer(t)
+	l := backoffredis.NewLimiter(s.client(), "inf", math.Inf(1), 3, generous)
+	for range 10 {
+		r, err := l.AllowN(context.Background(), 5)
+		require.NoError(t, err)
+		assert.True(t, r.Allowed)
+		assert.Equal(t, 3, r.Remaining)
+	}
 }
