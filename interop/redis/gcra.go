@@ -61,7 +61,7 @@ for _, key in ipairs(KEYS) do
   elseif max_wait < 0 or delay <= max_wait then
     new_tat = math.ceil(new_tat)
     if new_tat > now then
-      redis.call('SET', key, string.format('%d', new_tat), 'PX', math.ceil((new_tat - now) / 1000))
+      redis.call('SET', key, new_tat, 'PX', math.ceil((new_tat - now) / 1000))
     end
     out[#out+1] = 1
     out[#out+1] = math.ceil(delay)
@@ -92,7 +92,7 @@ if new_tat <= now then
   redis.call('DEL', KEYS[1])
 else
   new_tat = math.ceil(new_tat)
-  redis.call('SET', KEYS[1], string.format('%d', new_tat), 'PX', math.ceil((new_tat - now) / 1000))
+  redis.call('SET', KEYS[1], new_tat, 'PX', math.ceil((new_tat - now) / 1000))
 end
 return 1
 `)
