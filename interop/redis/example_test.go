@@ -1,0 +1,42 @@
+package redis_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/retrykit/backoff"
+	backoffredis "github.com/retrykit/backoff/interop/redis"
+)
+
+// Four replicas share a partner API's 100 requests/s. Each replica builds
+// the same limiter; while Redis is unavailable each falls back to 25/s.
+// (Not run: it needs a Redis.)
+func ExampleNewLimiter() {
+	rdb := goredis.NewClient(&goredis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true})
+	defer rdb.Close()
+	api := backoffredis.NewLimiter(rdb, "partner-api", 100, 10, backoffredis.WithExpectedReplicas(4))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := api.Wait(ctx); err != nil {
+		fmt.Println("gave up:", err)
+		return
+	}
+	// call the API
+}
+
+// A controller's queue whose per-item backoff survives a leader failover,
+// combined with an overall bucket as backoff.DefaultControllerRateLimiter
+// does. (Not run: it needs a Redis.)
+func ExampleNewItemExponentialFailureRateLimiter() {
+	rdb := goredis.NewClient(&goredis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true})
+	defer rdb.Close()
+	shared := backoffredis.NewItemExponentialFailureRateLimiter[string](rdb, "pods", 5*time.Millisecond, 1000*time.Second)
+	q := backoff.NewRateLimitingQueue(backoff.NewMaxOfRateLimiter[string](shared,
+		backoff.NewBucketRateLimiter[string](10, 100)))
+	defer q.ShutDown()
+	q.AddRateLimited("ns/web-1")
+}

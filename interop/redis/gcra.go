@@ -1,0 +1,272 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strconv"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"k8s.io/utils/clock"
+)
+
+// gcraScript decides for each key of KEYS whether n events may happen, by the
+// generic cell rate algorithm (GCRA): a key holds its theoretical arrival
+// time (TAT), the instant at which its bucket would be full again, in
+// microseconds since 2017-01-01 UTC on the server's clock (µs since 1970 would
+// not fit a Lua double with room to spare). One TIME call serves every key,
+// so the clocks of the callers never matter.
+//
+// ARGV: the emission interval in µs (a float), the burst, n, and the longest
+// wait in µs the caller accepts (0: admit only now, as Allow; -1: any wait,
+// as Reserve). A decision that admits moves the TAT by n intervals; one that
+// refuses leaves the key untouched. The key expires when its TAT passes, at
+// which point it is equivalent to an absent key: memory is bounded by the
+// keys used within the last burst·interval.
+//
+// Returns {now, then for each key: admitted (1/0), delay µs (-1: never),
+// remaining events admissible now, µs until the bucket is full}.
+var gcraScript = goredis.NewScript(`
+if redis.replicate_commands then redis.replicate_commands() end
+local interval = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local n = tonumber(ARGV[3])
+local max_wait = tonumber(ARGV[4])
+local t = redis.call('TIME')
+local now = (tonumber(t[1]) - 1483228800) * 1000000 + tonumber(t[2])
+local offset = interval * burst
+local out = {now}
+if interval == 0 then
+  -- an infinite rate: every bucket is always full, nothing is stored
+  for _ in ipairs(KEYS) do
+    out[#out+1] = 1
+    out[#out+1] = 0
+    out[#out+1] = burst
+    out[#out+1] = 0
+  end
+  return out
+end
+for _, key in ipairs(KEYS) do
+  local tat = tonumber(redis.call('GET', key))
+  if tat == nil or tat < now then tat = now end
+  local new_tat = tat + interval * n
+  local delay = new_tat - offset - now
+  if delay < 0 then delay = 0 end
+  if n > burst then
+    out[#out+1] = 0
+    out[#out+1] = -1
+    out[#out+1] = math.max(0, math.floor((now + offset - tat) / interval))
+    out[#out+1] = math.ceil(tat - now)
+  elseif max_wait < 0 or delay <= max_wait then
+    new_tat = math.ceil(new_tat)
+    if new_tat > now then
+      redis.call('SET', key, new_tat, 'PX', math.ceil((new_tat - now) / 1000))
+    end
+    out[#out+1] = 1
+    out[#out+1] = math.ceil(delay)
+    out[#out+1] = math.max(0, math.floor((now + offset - new_tat) / interval))
+    out[#out+1] = new_tat - now
+  else
+    out[#out+1] = 0
+    out[#out+1] = math.ceil(delay)
+    out[#out+1] = math.max(0, math.floor((now + offset - tat) / interval))
+    out[#out+1] = math.ceil(tat - now)
+  end
+end
+return out
+`)
+
+// cancelScript gives back the n·interval µs (ARGV[1]) of a reservation that
+// was due at ARGV[2] (server µs since 2017), if that time is still to come:
+// the key's TAT moves back, never before now.
+var cancelScript = goredis.NewScript(`
+if redis.replicate_commands then redis.replicate_commands() end
+local t = redis.call('TIME')
+local now = (tonumber(t[1]) - 1483228800) * 1000000 + tonumber(t[2])
+if tonumber(ARGV[2]) <= now then return 0 end
+local tat = tonumber(redis.call('GET', KEYS[1]))
+if tat == nil then return 0 end
+local new_tat = math.max(now, tat - tonumber(ARGV[1]))
+if new_tat <= now then
+  redis.call('DEL', KEYS[1])
+else
+  new_tat = math.ceil(new_tat)
+  redis.call('SET', KEYS[1], new_tat, 'PX', math.ceil((new_tat - now) / 1000))
+end
+return 1
+`)
+
+// ErrExceedsBurst is returned when a call asks for more events than the
+// limiter's burst: such a request can never be admitted.
+var ErrExceedsBurst = errors.New("redis: n exceeds the limiter's burst")
+
+// ErrWouldExceedDeadline is returned by Wait and WaitN when the wait needed
+// would outlast the context's deadline; nothing is reserved then.
+var ErrWouldExceedDeadline = errors.New("redis: wait would exceed the context deadline")
+
+// Result is the detail of one decision.
+type Result struct {
+	// Allowed says whether the n events were admitted.
+	Allowed bool
+	// Remaining is how many more events could be admitted now.
+	Remaining int
+	// RetryAfter is, when Allowed is false, how long until n events could
+	// be admitted; it is -1 when they never can (n above the burst).
+	RetryAfter time.Duration
+	// ResetAfter is how long until the bucket is full again.
+	ResetAfter time.Duration
+	// Shared says whether Redis made the decision (true) or the local
+	// fallback did (false).
+	Shared bool
+}
+
+// gcra is the engine of Limiter and KeyedLimiter: the shared decision in
+// Redis, and the local fallback while Redis is unavailable.
+type gcra struct {
+	client      goredis.UniversalClient
+	guard       *guard
+	clock       clock.WithTicker
+	rate        float64
+	burst       int
+	interval    float64 // µs per event; 0 for an infinite rate
+	intervalArg any     // the script's arguments that never change, boxed once
+	burstArg    any
+	local       *localBuckets
+}
+
+func newGCRA(where string, client goredis.UniversalClient, what string, r float64, burst int, c config, localKeys int) *gcra {
+	if client == nil {
+		badArgument(where, "client must not be nil", client)
+	}
+	if math.IsNaN(r) || r <= 0 {
+		badArgument(where, "r must be positive", r)
+	}
+	if burst < 1 {
+		badArgument(where, "burst must be at least 1", burst)
+	}
+	checkClient(client, c, what)
+	interval := 0.0
+	if !math.IsInf(r, 1) {
+		interval = 1e6 / r
+	}
+	return &gcra{
+		client:      client,
+		guard:       newGuard(what, c),
+		clock:       c.clock,
+		rate:        r,
+		burst:       burst,
+		interval:    interval,
+		intervalArg: strconv.FormatFloat(interval, 'g', -1, 64),
+		burstArg:    strconv.Itoa(burst),
+		local:       newLocalBuckets(r/float64(c.replicas), max(1, burst/c.replicas), localKeys),
+	}
+}
+
+// decision is one key's answer.
+type decision struct {
+	Result
+	delay time.Duration // wait before the events may happen (admitted ones)
+	due   int64         // server µs at which admitted events may happen; 0 for local
+}
+
+// Boxed arguments of the most common calls, so that a decision boxes none.
+var (
+	argOne     any = "1"
+	argNoWait  any = "0"
+	argAnyWait any = "-1"
+)
+
+// redisDecide asks Redis about keys and fills out (one per key). maxWait < 0
+// means any wait.
+func (l *gcra) redisDecide(ctx context.Context, keys []string, n int, maxWait time.Duration, out []decision) error {
+	nArg, waitArg := argOne, argNoWait
+	if n != 1 {
+		nArg = strconv.Itoa(n)
+	}
+	if maxWait < 0 {
+		waitArg = argAnyWait
+	} else if maxWait > 0 {
+		waitArg = strconv.FormatInt(maxWait.Microseconds(), 10)
+	}
+	callCtx, cancel := l.guard.begin(ctx)
+	vals, err := gcraScript.Run(callCtx, l.client, keys, l.intervalArg, l.burstArg, nArg, waitArg).Int64Slice()
+	if err == nil && len(vals) != 1+4*len(keys) {
+		err = errors.New("redis: unexpected reply from the limiter script")
+	}
+	if err := l.guard.end(ctx, cancel, err); err != nil {
+		return err
+	}
+	now := vals[0]
+	for i := range out {
+		v := vals[1+4*i : 5+4*i]
+		d := decision{Result: Result{
+			Allowed:    v[0] == 1,
+			Remaining:  int(v[2]),
+			ResetAfter: time.Duration(v[3]) * time.Microsecond,
+			Shared:     true,
+		}}
+		switch {
+		case d.Allowed:
+			d.delay = time.Duration(v[1]) * time.Microsecond
+			d.due = now + v[1]
+		case v[1] < 0:
+			d.RetryAfter = -1
+		default:
+			d.RetryAfter = time.Duration(v[1]) * time.Microsecond
+		}
+		out[i] = d
+	}
+	return nil
+}
+
+// decide decides for keys, in Redis when it can and locally otherwise, into
+// out (one per key). The error is the caller's context's, or ErrUnavailable's
+// for a limiter that fails closed.
+func (l *gcra) decide(ctx context.Context, fullKeys []string, n int, maxWait time.Duration, out []decision) error {
+	if err := ctx.Err(); err != nil {
+		return context.Cause(ctx)
+	}
+	var cause error
+	if l.guard.tryRedis() {
+		err := l.redisDecide(ctx, fullKeys, n, maxWait, out)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		cause = err
+	}
+	if err := l.guard.unavailable(cause); err != nil {
+		return err
+	}
+	now := l.clock.Now()
+	for i, k := range fullKeys {
+		out[i] = l.local.reserve(k, n, now, maxWait)
+	}
+	return nil
+}
+
+// cancel gives back an admitted decision's events, best effort: Redis
+// errors are counted, not returned.
+func (l *gcra) cancel(key string, n int, d decision, at time.Time) {
+	if !d.Shared {
+		l.local.cancel(key, n, at.Add(d.delay), l.clock.Now())
+		return
+	}
+	if l.interval == 0 || !l.guard.tryRedis() {
+		return
+	}
+	cost := strconv.FormatFloat(l.interval*float64(n), 'f', 0, 64)
+	_ = l.guard.run(context.Background(), func(ctx context.Context) error {
+		return cancelScript.Run(ctx, l.client, []string{key}, cost, d.due).Err()
+	})
+}
+
+func (l *gcra) checkN(n int) error {
+	if n > l.burst {
+		return ErrExceedsBurst
+	}
+	return nil
+}

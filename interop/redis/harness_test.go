@@ -1,0 +1,134 @@
+package redis_test
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	backoffredis "github.com/retrykit/backoff/interop/redis"
+)
+
+// server is a redis-server of the test's own, on a free loopback port, with
+// persistence off and its files in a temporary directory: never a system
+// service.
+type server struct {
+	tb   testing.TB
+	bin  string
+	dir  string
+	port int
+	cmd  *exec.Cmd
+}
+
+// startServer starts a redis-server for tb and stops it when tb ends. Without
+// the binary the test is skipped, except under CI=true, where it fails.
+func startServer(tb testing.TB) *server {
+	tb.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		msg := "redis-server not found in PATH; install it with `sudo apt-get update && sudo apt-get install -y redis-server` (or `brew install redis`)"
+		if os.Getenv("CI") == "true" {
+			tb.Fatal(msg)
+		}
+		tb.Skip(msg)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	s := &server{tb: tb, bin: bin, dir: tb.TempDir(), port: port}
+	s.start()
+	tb.Cleanup(func() { s.kill() })
+	return s
+}
+
+func (s *server) addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+
+func (s *server) start() {
+	s.tb.Helper()
+	s.cmd = exec.Command(s.bin,
+		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", s.dir,
+		"--daemonize", "no", "--loglevel", "warning")
+	if err := s.cmd.Start(); err != nil {
+		s.tb.Fatal(err)
+	}
+	// The server accepts connections a few milliseconds after it starts.
+	c := goredis.NewClient(&goredis.Options{Addr: s.addr(), MaxRetries: -1})
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := c.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.tb.Fatalf("redis-server on %s did not start: %v", s.addr(), err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// kill ends the server with SIGKILL, as a crash would.
+func (s *server) kill() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGCONT) // a stopped process dies only once continued on some kernels
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	s.cmd = nil
+}
+
+// stop freezes the server (SIGSTOP): connections stay open, nothing answers.
+func (s *server) stop() { s.signal(syscall.SIGSTOP) }
+
+// cont resumes a frozen server.
+func (s *server) cont() { s.signal(syscall.SIGCONT) }
+
+func (s *server) signal(sig os.Signal) {
+	s.tb.Helper()
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		s.tb.Fatal(err)
+	}
+}
+
+// client returns a new client (its own connection pool) of the server,
+// closed when the test ends.
+func (s *server) client() *goredis.Client {
+	c := goredis.NewClient(s.options())
+	s.tb.Cleanup(func() { c.Close() })
+	return c
+}
+
+// options are the client options a limiter needs: without
+// ContextTimeoutEnabled, go-redis ignores the per-call deadline.
+func (s *server) options() *goredis.Options {
+	return &goredis.Options{Addr: s.addr(), ContextTimeoutEnabled: true}
+}
+
+// serverTime returns the server's clock.
+func serverTime(tb testing.TB, c goredis.UniversalClient) time.Time {
+	tb.Helper()
+	t, err := c.Time(context.Background()).Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return t
+}
+
+// generous is the timeout of the tests that are not about faults: on a
+// loaded machine under the race detector, a first call (dial, handshake,
+// script load) can take longer than the default 50 ms, and those tests check
+// shared decisions, not the fallback.
+var generous = backoffredis.WithTimeout(2 * time.Second)

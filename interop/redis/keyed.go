@@ -1,0 +1,104 @@
+package redis
+
+import (
+	"context"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// KeyedLimiter is one shared limit per key (per client, per tenant, per
+// endpoint): every key has its own token bucket of the same rate and burst,
+// kept in Redis as <prefix>{name}:<key>, shared by every process that uses
+// the same Redis and name. A key costs Redis memory only while its bucket is
+// not full: its entry expires as the bucket refills. All keys of one
+// KeyedLimiter share the hash tag {name}, so in a Redis Cluster they live in
+// one slot, and [KeyedLimiter.AllowBatch] decides for many keys in one round
+// trip.
+//
+// The methods are [Limiter]'s, with the key after the context. Keys are
+// strings, since Redis keys are. A KeyedLimiter is safe for concurrent use.
+// Its zero value is not usable: use [NewKeyedLimiter].
+type KeyedLimiter struct {
+	l    *gcra
+	base string // <prefix>{name}:
+}
+
+// NewKeyedLimiter returns a [KeyedLimiter] of r events per second and the
+// given burst for each key. Its arguments are [NewLimiter]'s, with the same
+// panics; the local fallback remembers at most [WithFallbackKeys] keys.
+func NewKeyedLimiter(client goredis.UniversalClient, name string, r float64, burst int, opts ...Option) *KeyedLimiter {
+	const where = "NewKeyedLimiter"
+	c := newConfig(opts)
+	base := baseKey(where, c.prefix, name) + ":"
+	return &KeyedLimiter{l: newGCRA(where, client, base[:len(base)-1], r, burst, c, c.fallbackKeys), base: base}
+}
+
+// Key returns the Redis key that holds key's limit.
+func (k *KeyedLimiter) Key(key string) string { return k.base + key }
+
+// Allow reports whether one event for key may happen now; see
+// [Limiter.Allow].
+func (k *KeyedLimiter) Allow(ctx context.Context, key string) bool {
+	r, err := k.l.allow(ctx, k.base+key, 1)
+	return err == nil && r.Allowed
+}
+
+// AllowN reports whether n events for key may happen now; see
+// [Limiter.AllowN].
+func (k *KeyedLimiter) AllowN(ctx context.Context, key string, n int) (Result, error) {
+	return k.l.allow(ctx, k.base+key, n)
+}
+
+// AllowBatch decides, in one round trip, whether one event may happen now
+// for each of keys, and takes it for those where it may. The i-th result
+// belongs to keys[i]; a key that appears twice is decided twice, in order.
+// The error is as for [Limiter.AllowN], and then applies to every key. The
+// decisions are independent: one refused key does not affect the others.
+func (k *KeyedLimiter) AllowBatch(ctx context.Context, keys []string) ([]Result, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	full := make([]string, len(keys))
+	for i, key := range keys {
+		full[i] = k.base + key
+	}
+	ds := make([]decision, len(keys))
+	if err := k.l.decide(ctx, full, 1, 0, ds); err != nil {
+		return nil, err
+	}
+	out := make([]Result, len(ds))
+	for i := range ds {
+		out[i] = ds[i].Result
+	}
+	return out, nil
+}
+
+// Reserve is shorthand for ReserveN(ctx, key, 1); see [Limiter.Reserve].
+func (k *KeyedLimiter) Reserve(ctx context.Context, key string) *Reservation {
+	r, _ := k.l.reserve(ctx, k.base+key, 1, -1)
+	return r
+}
+
+// ReserveN takes n events for key; see [Limiter.ReserveN].
+func (k *KeyedLimiter) ReserveN(ctx context.Context, key string, n int) (*Reservation, error) {
+	return k.l.reserve(ctx, k.base+key, n, -1)
+}
+
+// Wait is shorthand for WaitN(ctx, key, 1).
+func (k *KeyedLimiter) Wait(ctx context.Context, key string) error {
+	return k.l.wait(ctx, k.base+key, 1)
+}
+
+// WaitN blocks until n events for key may happen; see [Limiter.WaitN].
+func (k *KeyedLimiter) WaitN(ctx context.Context, key string, n int) error {
+	return k.l.wait(ctx, k.base+key, n)
+}
+
+// Limit returns the rate of each key, in events per second.
+func (k *KeyedLimiter) Limit() float64 { return k.l.rate }
+
+// Burst returns the burst of each key.
+func (k *KeyedLimiter) Burst() int { return k.l.burst }
+
+// Stats returns the limiter's counters of decisions and failures.
+func (k *KeyedLimiter) Stats() Stats { return k.l.guard.stats() }

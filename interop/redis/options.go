@@ -1,0 +1,162 @@
+package redis
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// Defaults of the options.
+const (
+	// DefaultPrefix starts every key this package writes.
+	DefaultPrefix = "backoff:"
+	// DefaultTimeout bounds every call to Redis.
+	DefaultTimeout = 50 * time.Millisecond
+	// DefaultProbeInterval is how often, while Redis is unavailable, one
+	// decision tries Redis again instead of the local fallback.
+	DefaultProbeInterval = 250 * time.Millisecond
+	// DefaultFallbackKeys bounds the keys a keyed limiter's local fallback
+	// remembers.
+	DefaultFallbackKeys = 10000
+)
+
+// Option configures a limiter of this package.
+type Option func(*config)
+
+type config struct {
+	prefix        string
+	timeout       time.Duration
+	probeInterval time.Duration
+	replicas      int
+	failClosed    bool
+	logger        *slog.Logger
+	clock         clock.WithTicker
+	onStateChange func(available bool, err error)
+	fallbackKeys  int
+	failureTTL    time.Duration
+}
+
+func newConfig(opts []Option) config {
+	c := config{
+		prefix:        DefaultPrefix,
+		timeout:       DefaultTimeout,
+		probeInterval: DefaultProbeInterval,
+		replicas:      1,
+		logger:        slog.Default(),
+		clock:         clock.RealClock{},
+		fallbackKeys:  DefaultFallbackKeys,
+	}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+// WithPrefix sets the text that starts every key the limiter writes
+// (default [DefaultPrefix]), so that several applications can share one
+// Redis. WithPrefix panics if prefix contains '{' or '}': those would change
+// the key's Cluster hash tag.
+func WithPrefix(prefix string) Option {
+	if strings.ContainsAny(prefix, "{}") {
+		badArgument("WithPrefix", "prefix must not contain '{' or '}'", prefix)
+	}
+	return func(c *config) { c.prefix = prefix }
+}
+
+// WithTimeout bounds every call to Redis (default [DefaultTimeout]): a call
+// that has no answer by then counts as a failure, and the decision is made by
+// the fallback. A caller's context with an earlier deadline bounds the call
+// further. WithTimeout panics if d is not positive.
+func WithTimeout(d time.Duration) Option {
+	if d <= 0 {
+		badArgument("WithTimeout", "d must be positive", d)
+	}
+	return func(c *config) { c.timeout = d }
+}
+
+// WithProbeInterval sets how often, while Redis is unavailable, one decision
+// tries Redis again (default [DefaultProbeInterval]); the others go straight
+// to the fallback, so that an outage costs at most one timeout per interval,
+// not one per call. WithProbeInterval panics if d is not positive.
+func WithProbeInterval(d time.Duration) Option {
+	if d <= 0 {
+		badArgument("WithProbeInterval", "d must be positive", d)
+	}
+	return func(c *config) { c.probeInterval = d }
+}
+
+// WithExpectedReplicas sets how many processes share the limit (default 1).
+// While Redis is unavailable, each process falls back to a local limiter
+// whose rate is the shared rate divided by n and whose burst is the shared
+// burst divided by n (rounded down, at least 1), so that n processes together
+// stay near the shared limit. WithExpectedReplicas panics if n < 1.
+func WithExpectedReplicas(n int) Option {
+	if n < 1 {
+		badArgument("WithExpectedReplicas", "n must be at least 1", n)
+	}
+	return func(c *config) { c.replicas = n }
+}
+
+// WithFailClosed makes decisions fail while Redis is unavailable instead of
+// falling back to a local limiter: Allow returns false, AllowN, ReserveN,
+// WaitN and AllowBatch return an error that wraps [ErrUnavailable], and a
+// requeue limiter's When returns its maxDelay. Use it when exceeding the
+// shared limit costs more than refusing work.
+func WithFailClosed() Option {
+	return func(c *config) { c.failClosed = true }
+}
+
+// WithLogger sets where state changes (Redis became unavailable, Redis is
+// back) are logged, once per change (default slog.Default()). A nil logger
+// disables logging.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) { c.logger = l }
+}
+
+// WithClock sets the local clock, which times Wait, the probes and the local
+// fallback (default the real clock). Shared decisions use the Redis server's
+// clock whatever this option says.
+func WithClock(clk clock.WithTicker) Option {
+	return func(c *config) { c.clock = clk }
+}
+
+// WithOnStateChange registers f, called once each time Redis becomes
+// unavailable (available false, err the failure) or available again
+// (available true, err nil), on the goroutine whose call noticed the change.
+// f must be fast and must not call the limiter.
+func WithOnStateChange(f func(available bool, err error)) Option {
+	return func(c *config) { c.onStateChange = f }
+}
+
+// WithFallbackKeys bounds how many keys a [KeyedLimiter]'s local fallback
+// remembers (default [DefaultFallbackKeys]). When the bound is reached, keys
+// whose bucket has refilled are dropped; if none has, a key the fallback does
+// not know is refused, never admitted unlimited. WithFallbackKeys panics if
+// n < 1.
+func WithFallbackKeys(n int) Option {
+	if n < 1 {
+		badArgument("WithFallbackKeys", "n must be at least 1", n)
+	}
+	return func(c *config) { c.fallbackKeys = n }
+}
+
+// WithFailureTTL sets how long the requeue limiter remembers an item's
+// failure count after its latest failure (default twice maxDelay, at least
+// one minute): an item that is neither retried nor forgotten within the TTL
+// starts again at baseDelay. WithFailureTTL panics if d is below one
+// millisecond, Redis's finest expiry.
+func WithFailureTTL(d time.Duration) Option {
+	if d < time.Millisecond {
+		badArgument("WithFailureTTL", "d must be at least 1ms", d)
+	}
+	return func(c *config) { c.failureTTL = d }
+}
+
+// badArgument panics with the library's message for an argument outside its
+// domain (the bad-input rule of github.com/retrykit/backoff).
+func badArgument(where, problem string, got any) {
+	panic(fmt.Sprintf("redis: %s: %s, got %v", where, problem, got))
+}
