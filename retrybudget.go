@@ -76,6 +76,7 @@ type RetryBudget struct {
 	// one generation fails in the next.
 	seq           atomic.Uint64
 	head          atomic.Int64 // the current bucket: the latest the clock has shown
+	headEnd       atomic.Int64 // when the head bucket ends, in nanoseconds since origin
 	olderRequests atomic.Int64 // requests in buckets (head-requestBuckets, head)
 	olderRetries  atomic.Int64 // retries in buckets [head-retryBuckets, head)
 	_             [64]byte     // keeps cur, written on every call, off the read-mostly line above
@@ -183,6 +184,7 @@ func NewRetryBudget(ratio float64, minPerSecond float64, window time.Duration, o
 	if window%width != 0 {
 		b.retryBuckets++
 	}
+	b.headEnd.Store(int64(width))
 	return b
 }
 
@@ -286,12 +288,13 @@ func (b *RetryBudget) fits(requests, retries int64) bool {
 	return float64(retries) <= b.ratio*float64(requests)+b.floor
 }
 
-// bucketNow returns the index of the bucket the clock is in (0 for a time
-// before the budget was created); the callers count a bucket before the head
-// as the head, so that a clock that went backwards is still at the head.
+// bucketNow returns the index of the bucket the clock is in, or 0 if that is
+// not after the head; the callers count a bucket before the head as the head,
+// so that a clock that went backwards is still at the head. The common case,
+// a time within the head, costs no division.
 func (b *RetryBudget) bucketNow() int64 {
 	d := b.clk.Since(b.origin)
-	if d < 0 {
+	if int64(d) < b.headEnd.Load() {
 		return 0
 	}
 	return int64(d / b.width)
@@ -352,6 +355,11 @@ func (b *RetryBudget) advance(k int64) {
 	b.olderRequests.Store(requests)
 	b.olderRetries.Store(retries)
 	b.head.Store(k)
+	end := int64(math.MaxInt64)
+	if k < math.MaxInt64/int64(b.width)-1 {
+		end = (k + 1) * int64(b.width)
+	}
+	b.headEnd.Store(end)
 	b.seq.Add(1)
 }
 

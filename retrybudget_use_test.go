@@ -106,10 +106,10 @@ func TestRetryBudgetSharedByRetryAndQueue(t *testing.T) {
 	assert.Equal(t, backoff.RetryBudgetSnapshot{Requests: 3, Retries: 3, Refused: 2}, b.Snapshot())
 	at, ok := q.NextReadyAt()
 	require.True(t, ok, "the refused item waits")
-	// The retries leave the window 11 s on (it counts the retries of 11
-	// buckets of 1 s); the item comes back then, plus up to one window.
-	assert.False(t, at.Before(epoch.Add(11*time.Second)), "ready at %v", at.Sub(epoch))
-	assert.True(t, at.Before(epoch.Add(21*time.Second)), "ready at %v", at.Sub(epoch))
+	// With no floor, only new requests can make room: the item comes back a
+	// window later, plus up to one window.
+	assert.False(t, at.Before(epoch.Add(10*time.Second)), "ready at %v", at.Sub(epoch))
+	assert.True(t, at.Before(epoch.Add(20*time.Second)), "ready at %v", at.Sub(epoch))
 	fc.SetTime(at)
 	item, _ = q.Get()
 	assert.Equal(t, "x", item)
@@ -245,3 +245,28 @@ type addCounter struct {
 }
 
 func (c *addCounter) IncAdds() { c.adds.Add(1) }
+
+// TestRetryBudgetQueueRefusedRetryWaitsForTheBudget: a floor of one retry per
+// window lets the first retry through; the second waits until the first has
+// left the window (the budget counts retries over 11 buckets of 1 s), plus a
+// spread of up to one window.
+func TestRetryBudgetQueueRefusedRetryWaitsForTheBudget(t *testing.T) {
+	fc := testingclock.NewFakeClock(epoch)
+	b := backoff.NewRetryBudget(0, 0.1, 10*time.Second, backoff.WithClock(fc))
+	q := backoff.NewRateLimitingQueue[string](
+		backoff.NewItemExponentialFailureRateLimiter[string](time.Millisecond, time.Hour),
+		backoff.WithClock(fc), backoff.WithRetryBudget(b))
+	defer q.ShutDown()
+	q.Add("a")
+	q.Add("b")
+	for range 2 {
+		item, _ := q.Get()
+		q.AddRateLimited(item)
+		q.Done(item)
+	}
+	waiting := q.TakeWaiting()
+	require.Len(t, waiting, 2)
+	assert.Equal(t, epoch.Add(time.Millisecond), waiting[0].ReadyAt, "the allowed retry waits the limiter's delay")
+	d := waiting[1].ReadyAt.Sub(epoch)
+	assert.True(t, d >= 11*time.Second && d < 21*time.Second, "the refused retry waits %v", d)
+}
