@@ -50,9 +50,11 @@ var ErrRetryBudgetExhausted = errors.New("backoff: retry budget exhausted")
 //
 // # Concurrency
 //
-// A RetryBudget is safe for concurrent use by multiple goroutines, and its
-// methods never block on each other except once per bucket, when the window
-// moves on. Its zero value is not usable: create it with [NewRetryBudget].
+// A RetryBudget is safe for concurrent use by multiple goroutines. Its
+// methods take no lock and never wait for each other, except for a moment
+// once per bucket, when the window moves on (and when a queue computes when
+// a refused item may come back). Its zero value is not usable: create it
+// with [NewRetryBudget].
 type RetryBudget struct {
 	ratio float64
 	floor float64 // minPerSecond·window-seconds: retries allowed with no request
