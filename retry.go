@@ -53,8 +53,8 @@ type RetryError struct {
 	// Last is the error of the last attempt, or nil when there was none.
 	Last error
 	// Reason says why Retry stopped: ErrAttemptsExhausted,
-	// ErrMaxElapsedTime, ErrRetryBudgetExhausted, or the context's error (context.Canceled or
-	// context.DeadlineExceeded).
+	// ErrMaxElapsedTime, ErrRetryBudgetExhausted, or the context's error
+	// (context.Canceled or context.DeadlineExceeded).
 	Reason error
 
 	cause error // context.Cause, when it says more than Reason
