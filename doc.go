@@ -35,6 +35,9 @@
 //     [BackoffUntil], [Forever] and their context forms; to wait for a
 //     condition: [PollUntilContextTimeout], [PollUntilContextCancel],
 //     [ExponentialBackoffWithContext].
+//   - To keep retries from multiplying the load on a dependency during an
+//     outage: a [RetryBudget], shared by every Retry and queue that calls it,
+//     through [WithRetryBudget].
 //
 // The Examples show each of these on a fake clock.
 //

@@ -25,6 +25,7 @@ type config struct {
 	loop    loopConfig    // read by the loop helpers (wait.go)
 	retry   retryConfig   // read by Retry (retry.go)
 	queue   queueConfig   // read by the queues (queue.go)
+	budget  budgetConfig  // read by RetryBudget, Retry and RateLimitingQueue (retrybudget.go)
 }
 
 // newConfig applies opts over the defaults.

@@ -1,5 +1,7 @@
 package backoff
 
+import "context"
+
 // RateLimitingQueue is a [DelayingQueue] that requeues items after a delay
 // chosen by a [RateLimiter]: the queue a controller's workers drain, as
 // client-go's rate-limiting queue is (its method set is exactly
@@ -14,20 +16,22 @@ package backoff
 type RateLimitingQueue[T comparable] struct {
 	DelayingQueue[T]
 	limiter RateLimiter[T]
+	budget  *RetryBudget // WithRetryBudget's; nil: none
 }
 
 // NewRateLimitingQueue returns an empty, running queue whose AddRateLimited
 // delays come from limiter, typically [DefaultControllerRateLimiter]. It
-// reads [WithClock], [WithMetrics], [WithName] and [WithLogger]; the limiter
-// has its own clock. It starts no goroutine.
+// reads [WithClock], [WithMetrics], [WithName], [WithLogger] and
+// [WithRetryBudget]; the limiter has its own clock. It starts no goroutine.
 //
 // NewRateLimitingQueue panics if limiter is nil.
 func NewRateLimitingQueue[T comparable](limiter RateLimiter[T], opts ...Option) *RateLimitingQueue[T] {
 	if limiter == nil {
 		panic("backoff: NewRateLimitingQueue: limiter must not be nil")
 	}
-	q := &RateLimitingQueue[T]{limiter: limiter}
-	q.init(newConfig(opts))
+	cfg := newConfig(opts)
+	q := &RateLimitingQueue[T]{limiter: limiter, budget: cfg.budget.budget}
+	q.init(cfg)
 	return q
 }
 
@@ -46,6 +50,20 @@ func NewRateLimitingQueue[T comparable](limiter RateLimiter[T], opts ...Option) 
 // failed to process, is unaffected: that item is being processed, not
 // queued.
 //
+// With [WithRetryBudget], each AddRateLimited that reaches the limiter asks
+// the budget for a retry (and each item Get or GetContext hands out counts as
+// a request). A refused retry is never dropped, since a controller must
+// converge: the item waits until the budget would allow a retry if nothing
+// else happened, plus a random spread of up to one window of the budget (so
+// that items refused together do not come back together), or the limiter's
+// delay if that is longer; but never longer than the limiter's cap when the
+// limiter is one of this package's with a cap (maxDelay for
+// [NewItemExponentialFailureRateLimiter], [DefaultControllerRateLimiter] and
+// [NewWithMaxWaitRateLimiter], slowDelay for [NewItemFastSlowRateLimiter]).
+// Otherwise the wait is at most the limiter's delay or about two windows,
+// whichever is longer. The run that follows a refusal is not counted as a
+// retry: the budget counted it as refused.
+//
 // When is called with the queue's lock held, so that no two concurrent
 // AddRateLimited calls for one item both call it; the limiter must not call
 // back into the queue. AddRateLimited does nothing once the queue is shutting
@@ -61,7 +79,31 @@ func (q *RateLimitingQueue[T]) AddRateLimited(item T) {
 	if q.queuedOrWaitingLocked(item) {
 		return
 	}
-	q.addAfterLocked(item, q.limiter.When(item), now)
+	d := q.limiter.When(item)
+	if q.budget != nil {
+		d = requeueDelay(q.budget, q.limiter, d)
+	}
+	q.addAfterLocked(item, d, now)
+}
+
+// Get is [Queue.Get]; with [WithRetryBudget], the item it hands out counts
+// as a request of the budget.
+func (q *RateLimitingQueue[T]) Get() (item T, shutdown bool) {
+	item, shutdown = q.DelayingQueue.Get()
+	if !shutdown && q.budget != nil {
+		q.budget.RecordRequest()
+	}
+	return item, shutdown
+}
+
+// GetContext is [Queue.GetContext]; with [WithRetryBudget], the item it
+// hands out counts as a request of the budget.
+func (q *RateLimitingQueue[T]) GetContext(ctx context.Context) (item T, err error) {
+	item, err = q.DelayingQueue.GetContext(ctx)
+	if err == nil && q.budget != nil {
+		q.budget.RecordRequest()
+	}
+	return item, err
 }
 
 // Forget tells the limiter to forget item's failures, typically after it was

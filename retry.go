@@ -53,8 +53,8 @@ type RetryError struct {
 	// Last is the error of the last attempt, or nil when there was none.
 	Last error
 	// Reason says why Retry stopped: ErrAttemptsExhausted,
-	// ErrMaxElapsedTime, or the context's error (context.Canceled or
-	// context.DeadlineExceeded).
+	// ErrMaxElapsedTime, ErrRetryBudgetExhausted, or the context's error
+	// (context.Canceled or context.DeadlineExceeded).
 	Reason error
 
 	cause error // context.Cause, when it says more than Reason
@@ -153,7 +153,8 @@ func WithRetryable(retryable func(error) bool) Option {
 // Otherwise, when Retry gives up it returns a [*RetryError] that says how
 // many attempts were made and why it stopped, and through which errors.Is
 // and errors.As reach the last error of fn: [ErrAttemptsExhausted],
-// [ErrMaxElapsedTime] (see [WithMaxElapsedTime]), or ctx's error.
+// [ErrMaxElapsedTime] (see [WithMaxElapsedTime]), [ErrRetryBudgetExhausted]
+// (see [WithRetryBudget]), or ctx's error.
 //
 // # Waits
 //
@@ -193,6 +194,9 @@ func Retry(ctx context.Context, s Schedule, fn func(context.Context) error, opts
 		if err := ctx.Err(); err != nil {
 			return stoppedByContext(ctx, attempt-1, last)
 		}
+		if attempt == 1 && cfg.budget.budget != nil {
+			cfg.budget.budget.RecordRequest()
+		}
 		err := fn(ctx)
 		if err == nil {
 			return nil
@@ -214,6 +218,9 @@ func Retry(ctx context.Context, s Schedule, fn func(context.Context) error, opts
 		}
 		if rc.maxElapsed > 0 && addDuration(clk.Since(start), wait) > rc.maxElapsed {
 			return &RetryError{Attempts: attempt, Last: err, Reason: ErrMaxElapsedTime}
+		}
+		if cfg.budget.budget != nil && !cfg.budget.budget.TryRetry() {
+			return &RetryError{Attempts: attempt, Last: err, Reason: ErrRetryBudgetExhausted}
 		}
 		// The timer is set before notify runs, so that a test may step a
 		// fake clock from notify (see WithNotify).

@@ -30,12 +30,22 @@ var DefaultRetry = Schedule{
 // made. Waits go through the clock given with [WithClock]; a panic in fn
 // propagates.
 //
+// With [WithRetryBudget], the first call of fn counts as a request and each
+// later one must be allowed by the budget, asked after the wait that
+// precedes it; when the budget refuses, OnError returns a [*RetryError]
+// whose Reason is [ErrRetryBudgetExhausted] and whose Last is fn's last
+// error.
+//
 // client-go's retry.RetryOnConflict is OnError with apierrors.IsConflict as
 // retriable; this package does not depend on apimachinery's errors, so pass
 // that predicate yourself.
 func OnError(s Schedule, retriable func(error) bool, fn func() error, opts ...Option) error {
 	var last error // the last retriable error, reported instead of ErrWaitTimeout
+	gate := newBudgetGate(opts)
 	err := ExponentialBackoff(s, func() (bool, error) {
+		if err := gate.admit(last); err != nil {
+			return false, err
+		}
 		err := fn()
 		switch {
 		case err == nil:

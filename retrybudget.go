@@ -1,0 +1,415 @@
+package backoff
+
+import (
+	"errors"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// ErrRetryBudgetExhausted is the [RetryError.Reason] when [Retry] stopped
+// because its [RetryBudget] refused the next attempt.
+var ErrRetryBudgetExhausted = errors.New("backoff: retry budget exhausted")
+
+// RetryBudget bounds retries by the traffic that causes them, so that
+// retrying cannot multiply the load on a dependency when it is weakest: it
+// allows a retry only while the retries made in the last window stay within
+// ratio times the requests made in it, plus a floor of minPerSecond retries
+// per second of the window. A 10% budget (ratio 0.1) turns a complete outage
+// into at most 1.1 times the normal load, plus the floor, where 5 attempts per
+// call without a budget make it 5 times. It is the retry budget of Finagle and
+// Envoy, and the SRE book's "retry only while retries are under 10% of
+// requests".
+//
+// Record each first attempt with [RetryBudget.RecordRequest] and ask before
+// each further one with [RetryBudget.TryRetry]; or pass the budget with
+// [WithRetryBudget] to [Retry], [RetryValue], [OnError] and
+// [NewRateLimitingQueue], which do it for you. One budget may be shared by any
+// number of them: the budget of a dependency, say, shared by every call to it.
+//
+// # The window
+//
+// The budget keeps its window as 10 buckets of window/10 each, so its memory
+// is constant whatever the request rate, and it counts conservatively: for a
+// decision at time t it counts the requests of the buckets that lie entirely
+// within (t-window, t], and the retries of every bucket that overlaps it. The
+// guarantee, checked at every decision, is thus that the retries made in the
+// window that ends at a retry, that retry included, are at most
+// ratio·requests + minPerSecond·window-seconds of that window. Requests earn
+// retries up to one bucket (a tenth of the window) later than an exact count
+// would. Counts saturate at 16,777,215 requests and as many retries per bucket;
+// requests beyond that are not counted, which only refuses more.
+//
+// Time is read from the clock of [WithClock]. A clock that steps backwards
+// freezes the window at the latest time the budget has seen until the clock
+// passes it again: nothing is counted twice, and no request earns retries
+// again.
+//
+// # Concurrency
+//
+// A RetryBudget is safe for concurrent use by multiple goroutines. Its
+// methods take no lock and never wait for each other, except for a moment
+// once per bucket, when the window moves on (and when a queue computes when
+// a refused item may come back). Its zero value is not usable: create it
+// with [NewRetryBudget].
+type RetryBudget struct {
+	ratio float64
+	floor float64 // minPerSecond·window-seconds: retries allowed with no request
+	clk   clock.PassiveClock
+	// origin is the clock's time at construction; bucket k spans
+	// [origin+k·width, origin+(k+1)·width).
+	origin time.Time
+	width  time.Duration
+	// A decision at bucket k counts requests in buckets (k-requestBuckets, k]
+	// and retries in [k-retryBuckets, k]: the first lie within the window,
+	// the second cover it.
+	requestBuckets, retryBuckets int64
+	metrics                      RetryBudgetMetrics // nil: none
+
+	// The hot path reads the fields below without a lock. The current
+	// bucket's counts live in one word, cur, so that a decision and its
+	// retry are one compare-and-swap; the sums of the older buckets change
+	// only when the window moves on, under mu, inside a sequence lock (seq
+	// odd while it moves), and cur carries the low bits of the generation
+	// (seq/2) it belongs to, so that a compare-and-swap prepared against
+	// one generation fails in the next.
+	seq           atomic.Uint64
+	head          atomic.Int64 // the current bucket: the latest the clock has shown
+	headEnd       atomic.Int64 // when the head bucket ends, in nanoseconds since origin
+	olderRequests atomic.Int64 // requests in buckets (head-requestBuckets, head)
+	olderRetries  atomic.Int64 // retries in buckets [head-retryBuckets, head)
+	_             [64]byte     // keeps cur, written on every call, off the read-mostly line above
+	cur           atomic.Uint64
+	_             [56]byte
+	refused       atomic.Int64
+
+	mu      sync.Mutex
+	history [2*retryBudgetBuckets + 1]budgetBucket // the older buckets, by index modulo its length
+}
+
+// retryBudgetBuckets is how many buckets a window is cut into: the budget's
+// precision (a tenth of the window) against the cost of moving the window.
+const retryBudgetBuckets = 10
+
+// The layout of RetryBudget.cur: generation tag, requests, retries.
+const (
+	budgetCountBits = 24
+	budgetCountMax  = 1<<budgetCountBits - 1
+	budgetTagShift  = 2 * budgetCountBits
+	budgetRequest   = 1 << budgetCountBits // one request, added to cur
+)
+
+// budgetConfig holds the options about retry budgets: the budget that Retry
+// and RateLimitingQueue spend from (nil: none), and the metrics a new budget
+// reports to (nil: none).
+type budgetConfig struct {
+	budget  *RetryBudget
+	metrics RetryBudgetMetrics
+}
+
+// budgetBucket is the count of one past bucket.
+type budgetBucket struct {
+	index             int64 // the bucket these counts are for
+	requests, retries int64
+}
+
+// RetryBudgetSnapshot is the state of a [RetryBudget] at one moment, as its
+// next decision would count it.
+type RetryBudgetSnapshot struct {
+	// Requests and Retries are the requests and retries counted in the
+	// window.
+	Requests, Retries int64
+	// Refused is the number of retries refused since the budget was created.
+	Refused int64
+	// Balance is how many more retries the window allows:
+	// ratio·Requests + minPerSecond·window-seconds - Retries. It can be
+	// negative when requests leave the window before the retries they paid
+	// for; the budget then refuses until it is positive again.
+	Balance float64
+}
+
+// RetryBudgetMetrics receives the decisions of a [RetryBudget] as they happen,
+// for counters in a metrics library; pass it with [WithRetryBudgetMetrics].
+// The gauges (what is in the window, the balance) are read with
+// [RetryBudget.Snapshot] when they are scraped. The methods are called on the
+// caller's goroutine, possibly with a queue's lock held: they must be fast,
+// must not block and must not call back into the budget or the queue.
+type RetryBudgetMetrics interface {
+	// IncRequests counts a request.
+	IncRequests()
+	// IncRetries counts a retry the budget allowed.
+	IncRetries()
+	// IncRefused counts a retry the budget refused.
+	IncRefused()
+}
+
+// WithRetryBudgetMetrics makes [NewRetryBudget] report the budget's decisions
+// to m. The default is no reporting. WithRetryBudgetMetrics panics if m is
+// nil.
+func WithRetryBudgetMetrics(m RetryBudgetMetrics) Option {
+	if m == nil {
+		badArgument("WithRetryBudgetMetrics", "metrics must not be nil", m)
+	}
+	return func(c *config) { c.budget.metrics = m }
+}
+
+// NewRetryBudget returns a budget that allows, over the window that ends at
+// each retry, at most ratio·requests + minPerSecond·window-seconds retries:
+// ratio 0.1 allows one retry per ten requests, and minPerSecond keeps a few
+// retries possible when there is little traffic. Finagle's default is
+// NewRetryBudget(0.2, 10, 10*time.Second). It reads [WithClock] and
+// [WithRetryBudgetMetrics].
+//
+// A ratio of 0 with a minPerSecond of 0 allows no retry at all. NewRetryBudget
+// panics if ratio or minPerSecond is negative, NaN or infinite, or if window
+// is not positive.
+func NewRetryBudget(ratio float64, minPerSecond float64, window time.Duration, opts ...Option) *RetryBudget {
+	const where = "NewRetryBudget"
+	mustBeFactor(where, "ratio", ratio)
+	mustBeFactor(where, "minPerSecond", minPerSecond)
+	mustBePositive(where, "window", window)
+	cfg := newConfig(opts)
+	width := max(window/retryBudgetBuckets, 1)
+	b := &RetryBudget{
+		ratio:          ratio,
+		floor:          minPerSecond * window.Seconds(),
+		clk:            cfg.clock,
+		origin:         cfg.clock.Now(),
+		width:          width,
+		requestBuckets: int64(window / width),
+		retryBuckets:   int64(window / width),
+		metrics:        cfg.budget.metrics,
+	}
+	if window%width != 0 {
+		b.retryBuckets++
+	}
+	b.headEnd.Store(int64(width))
+	return b
+}
+
+// WithRetryBudget makes [Retry], [RetryValue], [OnError] and
+// [NewRateLimitingQueue] spend retries from b; any number of them may share
+// it. Retry records its first attempt as a request and asks b before each
+// further attempt: when b refuses, Retry returns at once, without waiting, a
+// [*RetryError] whose Reason is [ErrRetryBudgetExhausted] and whose Last is
+// the error of the last attempt. OnError returns the same error. For the
+// queue, see [RateLimitingQueue.AddRateLimited]. WithRetryBudget panics if b
+// is nil.
+func WithRetryBudget(b *RetryBudget) Option {
+	if b == nil {
+		badArgument("WithRetryBudget", "budget must not be nil", b)
+	}
+	return func(c *config) { c.budget.budget = b }
+}
+
+// budgetGate asks a budget, if any, before each attempt of a retry loop that
+// cannot consult it between attempts (OnError's).
+type budgetGate struct {
+	budget   *RetryBudget // nil: every attempt is admitted
+	attempts int
+}
+
+// newBudgetGate returns the gate for the budget of WithRetryBudget in opts.
+func newBudgetGate(opts []Option) budgetGate {
+	return budgetGate{budget: newConfig(opts).budget.budget}
+}
+
+// admit records the first attempt as a request and asks the budget for each
+// later one: it returns nil if the attempt may go ahead, and otherwise the
+// error to stop with, which wraps last.
+func (g *budgetGate) admit(last error) error {
+	g.attempts++
+	switch {
+	case g.budget == nil:
+	case g.attempts == 1:
+		g.budget.RecordRequest()
+	case !g.budget.TryRetry():
+		return &RetryError{Attempts: g.attempts - 1, Last: last, Reason: ErrRetryBudgetExhausted}
+	}
+	return nil
+}
+
+// RecordRequest counts a request: a first attempt, which earns ratio retries
+// for the window that follows. It never blocks and does not allocate.
+func (b *RetryBudget) RecordRequest() {
+	k := b.bucketNow()
+	for {
+		w, _, _ := b.view(k)
+		if w>>budgetCountBits&budgetCountMax == budgetCountMax ||
+			b.cur.CompareAndSwap(w, w+budgetRequest) {
+			break
+		}
+	}
+	if b.metrics != nil {
+		b.metrics.IncRequests()
+	}
+}
+
+// TryRetry reports whether a retry fits in the budget now and, if it does,
+// counts it. A refusal changes nothing but the count of refusals: ask again
+// later, or give up. It never blocks and does not allocate.
+func (b *RetryBudget) TryRetry() bool {
+	k := b.bucketNow()
+	for {
+		w, olderRequests, olderRetries := b.view(k)
+		requests := olderRequests + int64(w>>budgetCountBits&budgetCountMax)
+		retries := olderRetries + int64(w&budgetCountMax)
+		if w&budgetCountMax == budgetCountMax || !b.fits(requests, retries+1) {
+			b.refused.Add(1)
+			if b.metrics != nil {
+				b.metrics.IncRefused()
+			}
+			return false
+		}
+		if b.cur.CompareAndSwap(w, w+1) {
+			if b.metrics != nil {
+				b.metrics.IncRetries()
+			}
+			return true
+		}
+	}
+}
+
+// Snapshot returns the budget's counts as its next decision would see them.
+func (b *RetryBudget) Snapshot() RetryBudgetSnapshot {
+	w, olderRequests, olderRetries := b.view(b.bucketNow())
+	s := RetryBudgetSnapshot{
+		Requests: olderRequests + int64(w>>budgetCountBits&budgetCountMax),
+		Retries:  olderRetries + int64(w&budgetCountMax),
+		Refused:  b.refused.Load(),
+	}
+	s.Balance = b.ratio*float64(s.Requests) + b.floor - float64(s.Retries)
+	return s
+}
+
+// fits reports whether retries are within the allowance of requests.
+func (b *RetryBudget) fits(requests, retries int64) bool {
+	return float64(retries) <= b.ratio*float64(requests)+b.floor
+}
+
+// bucketNow returns the index of the bucket the clock is in, or 0 if that is
+// not after the head; the callers count a bucket before the head as the head,
+// so that a clock that went backwards is still at the head. The common case,
+// a time within the head, costs no division.
+func (b *RetryBudget) bucketNow() int64 {
+	d := b.clk.Since(b.origin)
+	if int64(d) < b.headEnd.Load() {
+		return 0
+	}
+	return int64(d / b.width)
+}
+
+// view returns, for bucket k or the head if it is later, the current bucket's
+// word and the sums of the older buckets, all of one generation: a
+// compare-and-swap of the word succeeds only if the window has not moved
+// since. It moves the window to k first if k is past the head.
+func (b *RetryBudget) view(k int64) (w uint64, olderRequests, olderRetries int64) {
+	for {
+		s := b.seq.Load()
+		if s&1 != 0 { // the window is moving: wait for it
+			b.mu.Lock()
+			b.mu.Unlock() //lint:ignore SA2001 waiting for the mover is the point
+			continue
+		}
+		if k > b.head.Load() {
+			b.advance(k)
+			continue
+		}
+		olderRequests, olderRetries = b.olderRequests.Load(), b.olderRetries.Load()
+		if b.seq.Load() != s {
+			continue
+		}
+		w = b.cur.Load()
+		if w>>budgetTagShift != (s>>1)&(1<<(64-budgetTagShift)-1) {
+			continue
+		}
+		return w, olderRequests, olderRetries
+	}
+}
+
+// advance moves the window so that bucket k is the current one.
+func (b *RetryBudget) advance(k int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h := b.head.Load()
+	if k <= h {
+		return
+	}
+	gen := b.seq.Add(1)/2 + 1
+	old := b.cur.Swap(gen << budgetTagShift)
+	b.history[b.slot(h)] = budgetBucket{
+		index:    h,
+		requests: int64(old >> budgetCountBits & budgetCountMax),
+		retries:  int64(old & budgetCountMax),
+	}
+	var requests, retries int64
+	for j := k - b.retryBuckets; j < k; j++ {
+		if e := b.history[b.slot(j)]; e.index == j {
+			retries += e.retries
+			if j > k-b.requestBuckets {
+				requests += e.requests
+			}
+		}
+	}
+	b.olderRequests.Store(requests)
+	b.olderRetries.Store(retries)
+	b.head.Store(k)
+	end := int64(math.MaxInt64)
+	if k < math.MaxInt64/int64(b.width)-1 {
+		end = (k + 1) * int64(b.width)
+	}
+	b.headEnd.Store(end)
+	b.seq.Add(1)
+}
+
+// slot returns the position of bucket j in history.
+func (b *RetryBudget) slot(j int64) int {
+	n := int64(len(b.history))
+	return int(((j % n) + n) % n)
+}
+
+// retryAllowedIn returns how long from now until the budget would allow a
+// retry if nothing else happened in between (0 if it allows one now), and
+// false if it never would without new requests.
+func (b *RetryBudget) retryAllowedIn() (time.Duration, bool) {
+	d := b.clk.Since(b.origin)
+	b.view(b.bucketNow()) // moves the window to now
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	// The window cannot move while mu is held, so cur is the head's.
+	h := b.head.Load()
+	w := b.cur.Load()
+	count := func(j int64) (requests, retries int64) {
+		if j == h {
+			return int64(w >> budgetCountBits & budgetCountMax), int64(w & budgetCountMax)
+		}
+		if e := b.history[b.slot(j)]; e.index == j && j < h {
+			return e.requests, e.retries
+		}
+		return 0, 0
+	}
+	for next := h; next <= h+b.retryBuckets+1; next++ {
+		var requests, retries int64
+		for j := next - b.retryBuckets; j <= next; j++ {
+			rq, rt := count(j)
+			retries += rt
+			if j > next-b.requestBuckets {
+				requests += rq
+			}
+		}
+		if b.fits(requests, retries+1) {
+			if next == h {
+				return 0, true
+			}
+			start := time.Duration(next) * b.width
+			if start < 0 || start/b.width != time.Duration(next) {
+				return math.MaxInt64, true // saturates: the window is near the end of time
+			}
+			return max(start-d, 0), true
+		}
+	}
+	return 0, false
+}
