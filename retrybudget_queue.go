@@ -36,9 +36,9 @@ func (b *RetryBudget) window() time.Duration {
 func limiterCap[T comparable](limiter RateLimiter[T]) (time.Duration, bool) {
 	switch l := limiter.(type) {
 	case *ItemExponentialFailureRateLimiter[T]:
-		return l.schedule.maxDelay, true
+		return l.delays.maxDelay, true
 	case *defaultControllerRateLimiter[T]:
-		return l.schedule.maxDelay, true
+		return l.delays.maxDelay, true
 	case *WithMaxWaitRateLimiter[T]:
 		return l.maxDelay, true
 	case *ItemFastSlowRateLimiter[T]:
