@@ -64,7 +64,9 @@ func (l *Limiter) WaitN(ctx context.Context, n int) error {
 		return ErrWaitExceedsDeadline
 	}
 	if !l.timers.sleep(ctx, wait) {
-		r.Cancel()
+		// Directly, not r.Cancel(): a call through the reservation's owner
+		// interface would make r escape, one allocation per wait.
+		l.cancelReservation(&r, l.now())
 		return contextError(ctx)
 	}
 	return nil
