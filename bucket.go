@@ -1,11 +1,7 @@
 package backoff
 
 import (
-	"math"
-	"sync"
 	"time"
-
-	"k8s.io/utils/clock"
 )
 
 // BucketRateLimiter is a token bucket shared by all items: it bounds how fast
@@ -44,10 +40,9 @@ import (
 // A BucketRateLimiter is safe for concurrent use and allocates nothing. Its
 // zero value is not usable (When panics): use [NewBucketRateLimiter].
 type BucketRateLimiter[T comparable] struct {
-	clock  clock.PassiveClock
-	epoch  time.Time // the clock's time at construction; see When
-	mu     sync.Mutex
-	bucket tokenBucket // guarded by mu
+	// Each When is the wait of a Limiter's ReserveN(1), made without the
+	// Reservation's second clock read.
+	lim Limiter
 }
 
 // NewBucketRateLimiter returns a [BucketRateLimiter] that allows limit
@@ -68,8 +63,8 @@ func NewBucketRateLimiter[T comparable](limit float64, burst int, opts ...Option
 		badArgument(where, "burst must be at least 1", burst)
 	}
 	c := newConfig(opts)
-	l := &BucketRateLimiter[T]{clock: c.clock, epoch: c.clock.Now()}
-	l.bucket.init(limit, burst)
+	l := &BucketRateLimiter[T]{lim: Limiter{clock: c.clock, epoch: c.clock.Now()}}
+	l.lim.init(limit, burst)
 	return l
 }
 
@@ -79,19 +74,14 @@ func NewBucketRateLimiter[T comparable](limit float64, burst int, opts ...Option
 // The item is ignored. The delay is never negative and saturates at the
 // largest time.Duration. When never blocks.
 func (l *BucketRateLimiter[T]) When(T) time.Duration {
-	if l.bucket.unlimited {
-		return 0
-	}
-	// Since, not Now: with the real clock it reads only the monotonic clock,
-	// one system clock read instead of time.Now's two, which is most of the
-	// cost of a When. It is read before the lock is taken, to keep the lock
-	// short; callers racing past each other look like a clock going back by
-	// a few nanoseconds, which the bucket handles.
-	now := l.clock.Since(l.epoch)
-	l.mu.Lock()
-	owed := l.bucket.takeLocked(now)
-	l.mu.Unlock()
-	return l.bucket.delay(owed)
+	// The clock is read before the lock is taken, to keep the lock short;
+	// callers racing past each other look like a clock going back by a few
+	// nanoseconds, which the bucket handles.
+	now := l.lim.now()
+	l.lim.mu.Lock()
+	_, wait := l.lim.reserveLocked(now, 1, maxDuration)
+	l.lim.mu.Unlock()
+	return wait
 }
 
 // Forget does nothing: the bucket's tokens are shared by all items, and
@@ -101,52 +91,28 @@ func (l *BucketRateLimiter[T]) Forget(T) {}
 // NumRequeues returns 0: the bucket does not count per item.
 func (l *BucketRateLimiter[T]) NumRequeues(T) int { return 0 }
 
-// tokenBucket is the arithmetic of BucketRateLimiter, kept apart from the
-// clock and the lock so that the default limiter can share its lock with the
-// failure counts. Instants are durations since an epoch, as the clock's Since
-// returns them; they may be negative (a clock set back before the epoch) and
-// saturate at the extremes. The zero value is not usable: call init.
+// tokenBucket is a token bucket without a lock or a clock of its own, for
+// the default controller limiter, which guards it with the failure counts'
+// lock. It is the same arithmetic as [Limiter]'s. The zero value is not
+// usable: call init.
 type tokenBucket struct {
-	limit     float64 // tokens earned per second; > 0
-	burst     float64 // most tokens held; ≥ 1
-	unlimited bool    // limit is +Inf: never take, never wait
-
-	// tokens is negative while callers are waiting for tokens they already
-	// took: -tokens is what the bucket owes as of last.
-	tokens float64
-	// last is the latest instant the bucket has seen, ≥ 0. It never moves
-	// back, so no interval is earned twice, and now-last cannot overflow.
-	last time.Duration
+	limit float64 // tokens earned per second; > 0, InfLimit for no limit
+	burst int
+	state bucketState
 }
 
 func (b *tokenBucket) init(limit float64, burst int) {
-	b.limit = limit
-	b.burst = float64(burst)
-	b.unlimited = math.IsInf(limit, 1)
-	b.tokens = b.burst
+	b.limit = sanitizeLimit(limit)
+	b.burst = burst
+	b.state.tokens = float64(burst)
 }
 
-// takeLocked takes one token at instant now and returns how many tokens the
-// bucket owes after it (≤ 0 if none), for delay.
-func (b *tokenBucket) takeLocked(now time.Duration) (owed float64) {
-	if now > b.last {
-		// Sum, then cap, in this order and in float64, as x/time/rate does, so
-		// that the delays agree to the nanosecond.
-		b.tokens = min(b.tokens+(now-b.last).Seconds()*b.limit, b.burst)
-		b.last = now
-	}
-	b.tokens--
-	return -b.tokens
-}
-
-// delay returns how long the bucket takes to earn owed tokens: 0 if owed ≤
-// 0, saturating at the largest time.Duration. It reads only limit, which
-// never changes, so it needs no lock.
-func (b *tokenBucket) delay(owed float64) time.Duration {
-	if owed <= 0 {
+// takeLocked takes one token at instant now and returns how long the caller
+// must wait for it.
+func (b *tokenBucket) takeLocked(now time.Duration) time.Duration {
+	if b.limit == InfLimit {
 		return 0
 	}
-	// x/time/rate computes (owed/limit)·1s; scaleDuration multiplies the same
-	// two float64 values and saturates instead of overflowing.
-	return scaleDuration(time.Second, owed/b.limit)
+	wait, _ := b.state.take(max(now, 0), 1, b.limit, b.burst, maxDuration)
+	return wait
 }

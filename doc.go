@@ -31,6 +31,9 @@
 //     [NewBucketRateLimiter], [NewMaxOfRateLimiter] and
 //     [NewWithMaxWaitRateLimiter], with [WithRequeueJitter] and
 //     [WithMaxTrackedItems].
+//   - To pace calls in application code (an API's rate limit, a client's
+//     share): [Limiter], from [NewLimiter], golang.org/x/time/rate's token
+//     bucket on the injected clock; per client or tenant, [KeyedLimiter].
 //   - To run something periodically until stopped: [Until], [JitterUntil],
 //     [BackoffUntil], [Forever] and their context forms; to wait for a
 //     condition: [PollUntilContextTimeout], [PollUntilContextCancel],

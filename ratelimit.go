@@ -25,6 +25,7 @@ type RateLimiter[T comparable] interface {
 type limiterConfig struct {
 	jitter     float64 // WithRequeueJitter's maxFactor; 0 means none
 	maxTracked int     // WithMaxTrackedItems' n; 0 means no bound
+	maxKeys    int     // WithMaxKeys' n (keyedlimiter.go); 0 means no bound
 }
 
 // WithRequeueJitter makes the per-item limiters

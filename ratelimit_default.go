@@ -90,9 +90,9 @@ func (l *defaultControllerRateLimiter[T]) When(item T) time.Duration {
 	now := l.clock.Since(l.epoch) // outside the lock; see BucketRateLimiter.When
 	l.failures.mu.Lock()
 	n := l.failures.recordLocked(item)
-	owed := l.bucket.takeLocked(now)
+	wait := l.bucket.takeLocked(now)
 	l.failures.mu.Unlock()
-	return max(l.delays.after(n), l.bucket.delay(owed))
+	return max(l.delays.after(n), wait)
 }
 
 func (l *defaultControllerRateLimiter[T]) Forget(item T) {

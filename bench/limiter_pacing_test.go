@@ -1,0 +1,173 @@
+package bench
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"golang.org/x/time/rate"
+
+	"github.com/retrykit/backoff"
+)
+
+// pacer is the part of x/time/rate's Limiter and of our Limiter that the
+// pacing benchmarks call.
+type pacer interface {
+	Allow() bool
+	Wait(ctx context.Context) error
+}
+
+// keyedPacer is a per-key limiter: ours, or the map of x/time/rate limiters
+// that services write by hand.
+type keyedPacer interface {
+	Allow(key string) bool
+}
+
+var (
+	pacerImpls      []impl[func(r float64, burst int) pacer]
+	keyedPacerImpls []impl[func(r float64, burst int) keyedPacer]
+)
+
+func init() {
+	pacerImpls = append(pacerImpls,
+		impl[func(float64, int) pacer]{"xrate", func(r float64, burst int) pacer {
+			return rate.NewLimiter(rate.Limit(r), burst)
+		}},
+		impl[func(float64, int) pacer]{"ours", func(r float64, burst int) pacer {
+			return backoff.NewLimiter(r, burst)
+		}},
+	)
+	keyedPacerImpls = append(keyedPacerImpls,
+		impl[func(float64, int) keyedPacer]{"xrate", func(r float64, burst int) keyedPacer {
+			return &xrateKeyed{limit: rate.Limit(r), burst: burst, m: map[string]*rate.Limiter{}}
+		}},
+		impl[func(float64, int) keyedPacer]{"ours", func(r float64, burst int) keyedPacer {
+			return backoff.NewKeyedLimiter[string](r, burst)
+		}},
+	)
+}
+
+// xrateKeyed is the per-key limiter services write around x/time/rate: one
+// mutex, one map, a Limiter per key made on first use.
+type xrateKeyed struct {
+	mu    sync.Mutex
+	limit rate.Limit
+	burst int
+	m     map[string]*rate.Limiter
+}
+
+func (k *xrateKeyed) Allow(key string) bool {
+	k.mu.Lock()
+	l, ok := k.m[key]
+	if !ok {
+		l = rate.NewLimiter(k.limit, k.burst)
+		k.m[key] = l
+	}
+	k.mu.Unlock()
+	return l.Allow()
+}
+
+var sinkAllowed atomic.Int64
+
+// BenchmarkLimiterAllow measures Allow on one limiter at 1,000,000 events
+// per second with bursts of 100 (so that some calls are refused), from one
+// goroutine and from GOMAXPROCS goroutines at once.
+func BenchmarkLimiterAllow(b *testing.B) {
+	forEach(b, pacerImpls, func(b *testing.B, mk func(float64, int) pacer) {
+		b.Run("mode=serial", func(b *testing.B) {
+			b.ReportAllocs()
+			l := mk(1e6, 100)
+			n := 0
+			for b.Loop() {
+				if l.Allow() {
+					n++
+				}
+			}
+			sinkAllowed.Add(int64(n))
+		})
+		b.Run("mode=parallel", func(b *testing.B) {
+			b.ReportAllocs()
+			l := mk(1e6, 100)
+			b.RunParallel(func(pb *testing.PB) {
+				n := 0
+				for pb.Next() {
+					if l.Allow() {
+						n++
+					}
+				}
+				sinkAllowed.Add(int64(n))
+			})
+		})
+	})
+}
+
+// BenchmarkLimiterWait measures a Wait that has to wait: 100,000 events per
+// second with a burst of 1, so every call after the first sleeps about 10 µs
+// on a real timer.
+func BenchmarkLimiterWait(b *testing.B) {
+	forEach(b, pacerImpls, func(b *testing.B, mk func(float64, int) pacer) {
+		l := mk(1e5, 1)
+		ctx := context.Background()
+		for b.Loop() {
+			if err := l.Wait(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// keyedFilled caches, per implementation, a keyed limiter filled with every
+// key and the heap it took, so that the 1M-key fill runs once per process.
+var keyedFilled = map[string]struct {
+	l           keyedPacer
+	bytesPerKey float64
+}{}
+
+// BenchmarkKeyedLimiterAllow measures Allow over 1,000,000 keys (100,000
+// with -short), every key already held, at 0.001 events per second and
+// bursts of 10, so that no key refills during a run: ours against one mutex and a
+// map of x/time/rate limiters. B/key is the heap the fill took, per key
+// (the keys' own bytes excluded: they exist before the fill).
+func BenchmarkKeyedLimiterAllow(b *testing.B) {
+	n := 1_000_000
+	if testing.Short() {
+		n = 100_000
+	}
+	ks := keys(n)
+	for _, im := range keyedPacerImpls {
+		b.Run("impl="+im.name, func(b *testing.B) {
+			b.Run("keys="+count(n), func(b *testing.B) {
+				f, ok := keyedFilled[im.name]
+				if !ok {
+					var before, after runtime.MemStats
+					runtime.GC()
+					runtime.ReadMemStats(&before)
+					f.l = im.make(0.001, 10)
+					for _, k := range ks {
+						f.l.Allow(k)
+					}
+					runtime.GC()
+					runtime.ReadMemStats(&after)
+					f.bytesPerKey = float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
+					keyedFilled[im.name] = f
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				j, allowed := 0, 0
+				for i := 0; i < b.N; i++ {
+					if f.l.Allow(ks[j]) {
+						allowed++
+					}
+					if j++; j == n {
+						j = 0
+					}
+				}
+				b.StopTimer()
+				sinkAllowed.Add(int64(allowed))
+				b.ReportMetric(f.bytesPerKey, "B/key")
+			})
+		})
+	}
+}

@@ -1,0 +1,203 @@
+package backoff
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// Limiter paces events with a token bucket: it holds up to burst tokens,
+// gains r tokens per second, and each event takes one (or n). It has
+// golang.org/x/time/rate's Limiter semantics and method names, so code moves
+// by changing the import and the constructor:
+//
+//   - [Limiter.Allow] and [Limiter.AllowN] take tokens only if they are there
+//     now, for callers that drop or refuse what exceeds the rate;
+//   - [Limiter.Wait] and [Limiter.WaitN] block until the tokens are earned,
+//     for callers that pace themselves;
+//   - [Limiter.Reserve] and [Limiter.ReserveN] take tokens at once and say how
+//     long to wait for them, for callers that schedule the work themselves.
+//
+// For the same sequence of calls at the same instants, the answers and
+// delays are x/time/rate's to the nanosecond, float64 rounding included. The
+// differences:
+//
+//   - Time comes from the clock given with [WithClock], so a test drives the
+//     limiter with a FakeClock, and Wait returns when the clock is stepped.
+//     There are no *At forms taking a time.Time: the clock is the time.
+//   - If the clock goes backwards, the limiter earns nothing until it passes
+//     the latest instant it has seen (x/time/rate earns the re-traversed
+//     interval again). A clock read before the limiter was made counts as the
+//     moment it was made.
+//   - A waiting Wait allocates nothing: it reuses a timer of its own.
+//   - Wait reports the context's cause, and the errors are values
+//     ([ErrExceedsBurst], [ErrWaitExceedsDeadline]).
+//   - A negative n counts as 0 (x/time/rate adds the tokens, past burst).
+//   - Cancelling a [Reservation] twice gives its tokens back once.
+//
+// A Limiter is safe for concurrent use by multiple goroutines. Its zero value
+// is not usable (its methods panic): use [NewLimiter].
+type Limiter struct {
+	clock  clock.WithDelayedExecution
+	epoch  time.Time // the clock's time at construction; instants count from it
+	timers timerPool
+
+	mu        sync.Mutex
+	limit     float64       // ≥ 0; InfLimit means no limit
+	burst     int           // ≥ 0
+	bucket    bucketState   // guarded by mu
+	lastEvent time.Duration // the latest reservation's time-to-act; for Cancel
+}
+
+// NewLimiter returns a [Limiter] that allows r events per second on average
+// and bursts of up to burst events, starting full. It reads the time, and
+// waits, through the clock given with [WithClock] (the real clock by
+// default), and ignores the other options.
+//
+// r is events per second: 0.5 is one event every two seconds. [InfLimit] or
+// math.Inf(1) means no limit: every event is allowed at once, whatever the
+// burst. As with x/time/rate, a zero r allows the burst the limiter starts
+// with and nothing after it, and a zero burst allows no event unless r is
+// infinite. A negative or NaN r and a negative burst panic, by the package's
+// bad-input rule.
+func NewLimiter(r float64, burst int, opts ...Option) *Limiter {
+	checkLimiterArgs("NewLimiter", r, burst)
+	c := newConfig(opts)
+	l := &Limiter{clock: c.clock, epoch: c.clock.Now()}
+	l.init(r, burst)
+	return l
+}
+
+func (l *Limiter) init(r float64, burst int) {
+	l.timers.clock = l.clock
+	l.limit = sanitizeLimit(r)
+	l.burst = burst
+	l.bucket.tokens = float64(burst)
+}
+
+// now returns the current instant: the time since the limiter was made,
+// never negative. Since reads only the monotonic clock of a real clock, one
+// system clock read instead of time.Now's two.
+func (l *Limiter) now() time.Duration {
+	return max(l.clock.Since(l.epoch), 0)
+}
+
+// Limit returns the rate, in events per second; [InfLimit] when unlimited.
+func (l *Limiter) Limit() float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.limit
+}
+
+// Burst returns the most tokens the limiter holds, which is the most events
+// it allows at once.
+func (l *Limiter) Burst() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.burst
+}
+
+// Tokens returns the tokens available now: at most the burst, and negative
+// while reservations wait for tokens they have taken.
+func (l *Limiter) Tokens() float64 {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.bucket.tokensAt(now, l.limit, l.burst)
+}
+
+// SetLimit changes the rate from now on: tokens earned so far are kept (up
+// to the burst), and later ones are earned at r. Reservations already made
+// keep their times. r is read as in [NewLimiter], except that a negative or
+// NaN r, being a value that arrives at call time, counts as 0 instead of
+// panicking.
+func (l *Limiter) SetLimit(r float64) {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.bucket.settle(now, l.limit, l.burst)
+	l.limit = sanitizeLimit(r)
+}
+
+// SetBurst changes the burst from now on. The tokens held are not cut at
+// once: they are capped at the new burst from the next call on, as with
+// x/time/rate. A negative burst counts as 0.
+func (l *Limiter) SetBurst(burst int) {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.bucket.settle(now, l.limit, l.burst)
+	l.burst = max(burst, 0)
+}
+
+// Allow reports whether an event may happen now, and if so takes its token.
+// It is shorthand for AllowN(1). It never blocks.
+func (l *Limiter) Allow() bool { return l.AllowN(1) }
+
+// AllowN reports whether n events may happen now, and if so takes their n
+// tokens; otherwise it takes nothing. It is false whenever n exceeds the
+// burst (unless the limit is infinite). A negative n counts as 0. It never
+// blocks and allocates nothing.
+func (l *Limiter) AllowN(n int) bool {
+	now := l.now()
+	n = max(n, 0)
+	l.mu.Lock()
+	// reserveLocked(now, n, 0) without building the Reservation: Allow is
+	// the hot path (see BenchmarkLimiterAllow in bench/).
+	ok := l.limit == InfLimit
+	if !ok {
+		if _, ok = l.bucket.take(now, n, l.limit, l.burst, 0); ok {
+			l.lastEvent = now // the time-to-act of a grant with no wait
+		}
+	}
+	l.mu.Unlock()
+	return ok
+}
+
+// Reserve is shorthand for ReserveN(1).
+func (l *Limiter) Reserve() Reservation { return l.ReserveN(1) }
+
+// ReserveN takes n tokens now, however long the limiter needs to earn them,
+// and returns a [Reservation] that says how long the caller must wait before
+// its n events may happen. The caller either waits [Reservation.Delay] or
+// gives the tokens back with [Reservation.Cancel]. The reservation is not OK,
+// and takes nothing, when n exceeds the burst (unless the limit is
+// infinite). A negative n counts as 0. ReserveN never blocks and allocates
+// nothing.
+func (l *Limiter) ReserveN(n int) Reservation {
+	now := l.now()
+	l.mu.Lock()
+	r, _ := l.reserveLocked(now, n, maxDuration)
+	l.mu.Unlock()
+	return r
+}
+
+// reserveLocked is x/time/rate's reserveN at instant now. It also returns
+// the wait, which the reservation's time-to-act holds only up to saturation.
+func (l *Limiter) reserveLocked(now time.Duration, n int, maxWait time.Duration) (Reservation, time.Duration) {
+	n = max(n, 0)
+	if l.limit == InfLimit {
+		// The limit recorded is 0, as x/time/rate records it, which matters
+		// only if the limit is lowered before the reservation is cancelled.
+		return Reservation{owner: l, ok: true, tokens: n, timeToAct: now}, 0
+	}
+	wait, ok := l.bucket.take(now, n, l.limit, l.burst, maxWait)
+	if !ok {
+		return Reservation{owner: l, limit: l.limit}, wait
+	}
+	r := Reservation{owner: l, ok: true, tokens: n, limit: l.limit, timeToAct: addInstant(now, wait)}
+	l.lastEvent = r.timeToAct
+	return r, wait
+}
+
+func (l *Limiter) instant() time.Duration { return l.now() }
+
+func (l *Limiter) cancelReservation(r *Reservation, now time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.limit == InfLimit {
+		return
+	}
+	l.bucket.giveBack(r, now, l.limit, l.burst, &l.lastEvent)
+}

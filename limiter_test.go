@@ -1,0 +1,331 @@
+package backoff_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/retrykit/backoff"
+)
+
+func newFakeLimiter(r float64, burst int) (*backoff.Limiter, *clocktesting.FakeClock) {
+	clk := clocktesting.NewFakeClock(epoch)
+	return backoff.NewLimiter(r, burst, backoff.WithClock(clk)), clk
+}
+
+func TestLimiterAllowBurstThenRate(t *testing.T) {
+	l, clk := newFakeLimiter(10, 5)
+	for i := range 5 {
+		require.True(t, l.Allow(), "call %d is within the burst", i+1)
+	}
+	assert.False(t, l.Allow(), "the burst is spent")
+	assert.InDelta(t, 0, l.Tokens(), 1e-9)
+	clk.Step(99 * time.Millisecond)
+	assert.False(t, l.Allow(), "0.99 of a token is not a token")
+	clk.Step(time.Millisecond)
+	assert.True(t, l.Allow())
+	assert.False(t, l.AllowN(0+2), "two tokens are not there")
+	clk.Step(time.Hour)
+	assert.Equal(t, 5.0, l.Tokens(), "refills up to the burst, no more")
+	assert.False(t, l.AllowN(6), "more than the burst is never allowed")
+	assert.True(t, l.AllowN(5))
+	assert.True(t, l.AllowN(0))
+	assert.True(t, l.AllowN(-3), "a negative n counts as 0")
+	assert.InDelta(t, 0, l.Tokens(), 1e-9, "and takes nothing")
+	assert.Equal(t, 10.0, l.Limit())
+	assert.Equal(t, 5, l.Burst())
+}
+
+func TestLimiterReserve(t *testing.T) {
+	l, clk := newFakeLimiter(10, 2)
+	var delays []time.Duration
+	for range 5 {
+		r := l.Reserve()
+		require.True(t, r.OK())
+		delays = append(delays, r.Delay())
+	}
+	assert.Equal(t, []time.Duration{0, 0, 100 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond}, delays)
+
+	r := l.ReserveN(3)
+	assert.False(t, r.OK(), "more than the burst")
+	assert.Equal(t, time.Duration(math.MaxInt64), r.Delay())
+	r.Cancel() // does nothing
+
+	last := l.Reserve()
+	assert.Equal(t, 400*time.Millisecond, last.Delay())
+	clk.Step(50 * time.Millisecond)
+	assert.Equal(t, 350*time.Millisecond, last.Delay(), "Delay counts from the clock's now")
+	before := l.Tokens()
+	last.Cancel()
+	assert.InDelta(t, before+1, l.Tokens(), 1e-9, "the latest reservation gives its token back")
+	last.Cancel()
+	assert.InDelta(t, before+1, l.Tokens(), 1e-9, "a second Cancel gives nothing")
+	assert.Equal(t, 350*time.Millisecond, l.Reserve().Delay(), "the next reservation takes the cancelled one's place")
+}
+
+func TestLimiterCancelBehindOthers(t *testing.T) {
+	l, _ := newFakeLimiter(10, 1)
+	require.True(t, l.Allow())
+	first := l.Reserve() // 100 ms
+	second := l.Reserve()
+	require.Equal(t, 200*time.Millisecond, second.Delay())
+	before := l.Tokens()
+	first.Cancel()
+	// second counts on first's token: giving it back would let a third
+	// reservation be served before second.
+	assert.InDelta(t, before, l.Tokens(), 1e-9)
+}
+
+func TestLimiterCancelAfterItsTime(t *testing.T) {
+	l, clk := newFakeLimiter(10, 1)
+	require.True(t, l.Allow())
+	r := l.Reserve()
+	clk.Step(150 * time.Millisecond)
+	before := l.Tokens()
+	r.Cancel()
+	assert.Equal(t, before, l.Tokens(), "a reservation whose time has come gives nothing back")
+}
+
+func TestLimiterInfinite(t *testing.T) {
+	for _, r := range []float64{backoff.InfLimit, math.Inf(1)} {
+		l, _ := newFakeLimiter(r, 0)
+		assert.Equal(t, backoff.InfLimit, l.Limit())
+		for range 1000 {
+			require.True(t, l.Allow())
+		}
+		assert.True(t, l.AllowN(1_000_000), "n above the burst is allowed when unlimited")
+		res := l.ReserveN(7)
+		assert.True(t, res.OK())
+		assert.Zero(t, res.Delay())
+		res.Cancel()
+		require.NoError(t, l.WaitN(context.Background(), 100))
+	}
+}
+
+func TestLimiterZeroLimitAndBurst(t *testing.T) {
+	l, clk := newFakeLimiter(0, 2)
+	assert.True(t, l.Allow())
+	assert.True(t, l.Allow())
+	clk.Step(1000 * time.Hour)
+	assert.False(t, l.Allow(), "a zero limit earns nothing (x/time/rate: a zero Limit allows no events)")
+	r := l.Reserve()
+	assert.True(t, r.OK(), "as with x/time/rate, the reservation is granted ...")
+	assert.Equal(t, time.Duration(math.MaxInt64), r.Delay(), "... for never")
+
+	z, _ := newFakeLimiter(10, 0)
+	assert.False(t, z.Allow(), "a zero burst allows nothing")
+	assert.ErrorIs(t, z.Wait(context.Background()), backoff.ErrExceedsBurst)
+}
+
+func TestLimiterBadInput(t *testing.T) {
+	assert.PanicsWithValue(t, "backoff: NewLimiter: r must not be negative or NaN, got -1", func() { backoff.NewLimiter(-1, 1) })
+	assert.PanicsWithValue(t, "backoff: NewLimiter: r must not be negative or NaN, got NaN", func() { backoff.NewLimiter(math.NaN(), 1) })
+	assert.PanicsWithValue(t, "backoff: NewLimiter: burst must not be negative, got -1", func() { backoff.NewLimiter(1, -1) })
+
+	l, _ := newFakeLimiter(10, 5)
+	l.SetLimit(-3)
+	assert.Equal(t, 0.0, l.Limit(), "a negative rate at call time counts as 0")
+	l.SetLimit(math.NaN())
+	assert.Equal(t, 0.0, l.Limit())
+	l.SetLimit(math.Inf(1))
+	assert.Equal(t, backoff.InfLimit, l.Limit())
+	l.SetBurst(-1)
+	assert.Equal(t, 0, l.Burst())
+}
+
+func TestLimiterSetLimitAndBurst(t *testing.T) {
+	l, clk := newFakeLimiter(10, 10)
+	require.True(t, l.AllowN(10))
+	clk.Step(500 * time.Millisecond) // 5 tokens earned at 10/s
+	l.SetLimit(1)
+	assert.InDelta(t, 5, l.Tokens(), 1e-9, "tokens earned before SetLimit are kept")
+	clk.Step(time.Second)
+	assert.InDelta(t, 6, l.Tokens(), 1e-9, "and later ones are earned at the new rate")
+	l.SetBurst(2)
+	assert.InDelta(t, 2, l.Tokens(), 1e-9, "capped at the new burst")
+	assert.False(t, l.AllowN(3))
+	assert.True(t, l.AllowN(2))
+}
+
+func TestLimiterClockBackwards(t *testing.T) {
+	l, clk := newFakeLimiter(1, 1)
+	require.True(t, l.Allow())
+	clk.Step(time.Second)
+	require.True(t, l.Allow())
+	clk.SetTime(epoch) // back one second
+	assert.False(t, l.Allow(), "going back earns nothing")
+	clk.SetTime(epoch.Add(time.Second))
+	assert.False(t, l.Allow(), "the second already earned is not earned again")
+	clk.SetTime(epoch.Add(2 * time.Second))
+	assert.True(t, l.Allow())
+}
+
+// TestLimiterAdmissionBound is the property: over any interval, the tokens
+// admitted never exceed burst + rate × (the time the clock advanced past the
+// latest instant seen before). Goroutines call AllowN concurrently while the
+// clock stands; between rounds the clock is stepped forward or back.
+func TestLimiterAdmissionBound(t *testing.T) {
+	for _, tc := range []struct {
+		r     float64
+		burst int
+	}{{10, 5}, {3, 2}, {7.3, 4}, {1000, 1}, {0.5, 3}} {
+		l, clk := newFakeLimiter(tc.r, tc.burst)
+		rng := rand.New(rand.NewPCG(1, uint64(tc.burst)))
+		const rounds, goroutines = 200, 4
+		admitted := make([]int64, rounds+1) // admitted[i]: tokens in round i
+		highWater := make([]time.Duration, rounds+1)
+		var hw time.Duration
+		for round := 1; round <= rounds; round++ {
+			// Forward up to 1 s, or back up to 1 s (never before the start).
+			step := time.Duration(rng.Int64N(int64(2*time.Second))) - time.Second
+			next := clk.Now().Add(step)
+			if next.Before(epoch) {
+				next = epoch
+			}
+			clk.SetTime(next)
+			hw = max(hw, next.Sub(epoch))
+			highWater[round] = hw
+			var wg sync.WaitGroup
+			var sum atomic.Int64
+			for g := range goroutines {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range 20 {
+						n := 1 + (g+i)%tc.burst
+						if l.AllowN(n) {
+							sum.Add(int64(n))
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			admitted[round] = sum.Load()
+		}
+		for i := 1; i <= rounds; i++ {
+			var total int64
+			for j := i; j <= rounds; j++ {
+				total += admitted[j]
+				earned := tc.r * (highWater[j] - highWater[i]).Seconds()
+				require.LessOrEqualf(t, float64(total), float64(tc.burst)+earned+1e-9,
+					"r=%v burst=%d rounds %d..%d", tc.r, tc.burst, i, j)
+			}
+		}
+	}
+}
+
+// TestLimiterContention hammers one limiter from two goroutines while the
+// clock advances 10 s in 10 ms steps (both goroutines make their calls
+// concurrently within each step): what they admit is at most burst + rate ×
+// 10 s, exactly, and no token is lost either.
+func TestLimiterContention(t *testing.T) {
+	const r, burst, steps = 100.0, 10, 1000
+	l, clk := newFakeLimiter(r, burst)
+	var admitted atomic.Int64
+	for range steps {
+		clk.Step(10 * time.Millisecond)
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 8 {
+					if l.Allow() {
+						admitted.Add(1)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	assert.LessOrEqual(t, admitted.Load(), int64(burst+r*10), "never more than burst + rate × elapsed")
+	assert.GreaterOrEqual(t, admitted.Load(), int64(burst+r*10)-1, "and nothing lost but float rounding")
+}
+
+// deadlineCtx is a context whose deadline is a fake-clock instant and which
+// is never done by itself, so that a test can give Wait a deadline without a
+// real timer.
+type deadlineCtx struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+
+func TestLimiterWaitReturnsWhenStepped(t *testing.T) {
+	clk := newHandshakeClock()
+	l := backoff.NewLimiter(10, 1, backoff.WithClock(clk))
+	require.NoError(t, l.Wait(context.Background()), "the burst: no wait")
+	done := make(chan error, 1)
+	go func() { done <- l.Wait(context.Background()) }()
+	require.Equal(t, 100*time.Millisecond, clk.nextArmed(t, nil))
+	clk.Step(99 * time.Millisecond)
+	assert.Zero(t, clk.fired.Load(), "not before its time")
+	clk.Step(time.Millisecond)
+	assert.Equal(t, int64(1), clk.fired.Load(), "exactly at its time")
+	require.NoError(t, wtReceive(t, done))
+	assert.False(t, clk.HasWaiters())
+}
+
+func TestLimiterWaitCancelled(t *testing.T) {
+	clk := newHandshakeClock()
+	l := backoff.NewLimiter(10, 1, backoff.WithClock(clk))
+	require.True(t, l.Allow())
+	cause := errors.New("client went away")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Wait(ctx) }()
+	clk.nextArmed(t, nil)
+	require.True(t, clk.HasWaiters())
+	cancel(cause)
+	err := wtReceive(t, done)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.ErrorIs(t, err, cause, "the cause is reported")
+	assert.False(t, clk.HasWaiters(), "no timer is left on the clock")
+	assert.InDelta(t, 0, l.Tokens(), 1e-9, "the token is given back")
+
+	// The timer is reused by the next wait (one NewTimer, then Resets).
+	go func() { done <- l.Wait(context.Background()) }()
+	assert.Equal(t, 100*time.Millisecond, clk.nextArmed(t, nil))
+	clk.Step(100 * time.Millisecond)
+	require.NoError(t, wtReceive(t, done))
+}
+
+func TestLimiterWaitPlainFakeClockCancelled(t *testing.T) {
+	l, clk := newFakeLimiter(1, 1)
+	require.True(t, l.Allow())
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	assert.ErrorIs(t, l.Wait(ctx), context.Canceled, "a done context returns at once")
+	assert.False(t, clk.HasWaiters())
+	assert.InDelta(t, 0, l.Tokens(), 1e-9, "and takes nothing")
+}
+
+func TestLimiterWaitDeadline(t *testing.T) {
+	clk := newHandshakeClock()
+	l := backoff.NewLimiter(10, 1, backoff.WithClock(clk))
+	require.True(t, l.Allow())
+	ctx := deadlineCtx{Context: context.Background(), deadline: clk.Now().Add(99 * time.Millisecond)}
+	err := l.Wait(ctx)
+	assert.ErrorIs(t, err, backoff.ErrWaitExceedsDeadline)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.False(t, clk.HasWaiters())
+	assert.InDelta(t, 0, l.Tokens(), 1e-9, "no token taken")
+	assert.ErrorIs(t, l.WaitN(ctx, 2), backoff.ErrExceedsBurst)
+
+	ctx.deadline = clk.Now().Add(100 * time.Millisecond)
+	done := make(chan error, 1)
+	go func() { done <- l.Wait(ctx) }()
+	require.Equal(t, 100*time.Millisecond, clk.nextArmed(t, nil), "a wait that fits the deadline waits")
+	clk.Step(100 * time.Millisecond)
+	require.NoError(t, wtReceive(t, done))
+}
