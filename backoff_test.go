@@ -402,7 +402,7 @@ func TestBackoffConcurrent(t *testing.T) {
 			fc.Step(time.Millisecond) // far below 2×max: nothing expires
 		}
 	}()
-	wg.Wait()
+	waitForCall(t, "the concurrent callers to finish", wg.Wait)
 
 	for w := range workers {
 		assert.Equal(t, rounds, b.Attempts(fmt.Sprint("own", w)))

@@ -110,7 +110,7 @@ func TestDelayingQueueAddMovesWaitingItemToReady(t *testing.T) {
 func TestDelayingQueueAddWhileWaitingAndProcessing(t *testing.T) {
 	q, step := newDelayingQueue[string](t)
 	q.Add("a")
-	item, _ := q.Get()
+	item, _ := get(t, q.Get)
 	q.AddAfter("a", time.Second) // a requeue scheduled by its own worker
 	q.Add("a")                   // then an event: supersedes the wait
 	q.Done(item)
@@ -122,7 +122,7 @@ func TestDelayingQueueAddWhileWaitingAndProcessing(t *testing.T) {
 func TestDelayingQueueItemDueWhileProcessingIsRequeuedOnDone(t *testing.T) {
 	q, step := newDelayingQueue[string](t)
 	q.Add("a")
-	item, _ := q.Get()
+	item, _ := get(t, q.Get)
 	q.AddAfter("a", time.Second)
 	step(time.Second)
 	assert.Equal(t, 0, q.Len(), "never handed to a second worker")
@@ -137,7 +137,7 @@ func TestDelayingQueueBlockedGetWakesOnStep(t *testing.T) {
 	q.AddAfter("a", time.Minute)
 	got := getAsync[string](q)
 	fc.Step(time.Minute)
-	assert.Equal(t, getResult[string]{item: "a"}, receive(t, got))
+	assert.Equal(t, getResult[string]{item: "a"}, waitFor(t, "Get to hand out \"a\" once the clock passed its delay", got, fc))
 }
 
 func TestDelayingQueueGetContextWaitsForDelayedItem(t *testing.T) {
@@ -155,7 +155,7 @@ func TestDelayingQueueGetContextWaitsForDelayedItem(t *testing.T) {
 		ch <- res{item, err}
 	}()
 	fc.Step(time.Minute)
-	assert.Equal(t, res{item: "a"}, receive(t, ch))
+	assert.Equal(t, res{item: "a"}, waitFor(t, "GetContext to hand out \"a\" once the clock passed its delay", ch, fc))
 }
 
 func TestDelayingQueueOneClockWaiterForAllItems(t *testing.T) {
@@ -228,7 +228,7 @@ func TestDelayingQueueShutDown(t *testing.T) {
 	assert.False(t, ok, "nothing becomes ready after shutdown")
 	fc.Step(3 * time.Hour)
 	assert.Equal(t, []string{"due"}, getReady[string](t, q), "an item due at shutdown is queued, not stranded")
-	_, shutdown := q.Get()
+	_, shutdown := get(t, q.Get, fc)
 	assert.True(t, shutdown)
 
 	// The items still waiting are not lost: they can be taken back.
@@ -338,7 +338,7 @@ func TestDelayingQueueStepRacesAddAfterAndGet(t *testing.T) {
 		q.ShutDownWithDrain()
 		consumers.Wait()
 	}()
-	receive(t, done)
+	waitFor(t, "the producers, the drain and the consumers to finish", done, fc)
 	assert.Nil(t, q.TakeWaiting())
 	assert.Equal(t, 0, q.Len())
 }
