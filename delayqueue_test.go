@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/utils/clock"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/retrykit/backoff"
 )
@@ -350,4 +352,89 @@ func TestDelayingQueueAddAfterOfQueuedItemRunsAgainLater(t *testing.T) {
 	assert.Equal(t, []string{"a"}, getReady[string](t, q))
 	step(time.Second)
 	assert.Equal(t, []string{"a"}, getReady[string](t, q))
+}
+
+// TestDelayingQueueReArmsOnlyForAnEarlierItem: the queue's one timer is set
+// for the earliest ready time, and asked for again only when that time moves
+// earlier: a later item, or one at the same time, leaves the timer as it is.
+// A timer left at the old time would still let Len and Get find due items
+// themselves, but a worker parked in Get would sleep through the earlier
+// item.
+func TestDelayingQueueReArmsOnlyForAnEarlierItem(t *testing.T) {
+	clk := &armRecordingClock{FakeClock: newQueueClock()}
+	q := backoff.NewDelayingQueue[string](backoff.WithClock(clk))
+	defer q.ShutDown()
+	q.AddAfter("hour", time.Hour)
+	q.AddAfter("two hours", 2*time.Hour)  // later: no re-arm
+	q.AddAfter("minute", time.Minute)     // earlier: re-armed for it
+	q.AddAfter("minute too", time.Minute) // same time: no re-arm
+	q.AddAfter("hour", 30*time.Second)    // an item already waiting moves earlier
+	assert.Equal(t, []time.Duration{time.Hour, time.Minute, 30 * time.Second}, clk.delays())
+	assert.Equal(t, 1, clk.Waiters(), "one timer for the whole queue")
+
+	got := getAsync[string](q)
+	clk.Step(30 * time.Second)
+	assert.Equal(t, getResult[string]{item: "hour"}, waitFor(t, "Get to hand out the item due at 30s", got, clk))
+}
+
+// TestDelayingQueueWaitingItemsAreDeduplicated: however often an item is
+// added with a delay, it waits once, at the earliest of its ready times, and
+// is handed out once.
+func TestDelayingQueueWaitingItemsAreDeduplicated(t *testing.T) {
+	fc := newQueueClock()
+	q := backoff.NewDelayingQueue[int](backoff.WithClock(fc))
+	defer q.ShutDown()
+	for round := range 10 {
+		for item := range 5 {
+			q.AddAfter(item, time.Duration(10-round+item)*time.Second)
+		}
+	}
+	want := make([]backoff.WaitingItem[int], 5)
+	for item := range 5 {
+		want[item] = backoff.WaitingItem[int]{Item: item, ReadyAt: epoch.Add(time.Duration(1+item) * time.Second)}
+	}
+	assert.Equal(t, want, q.TakeWaiting(), "one entry per item, at its earliest ready time")
+
+	for range 3 {
+		q.AddAfter(7, time.Second)
+	}
+	fc.Step(time.Second)
+	assert.Equal(t, []int{7}, getReady[int](t, q))
+	fc.Step(time.Hour)
+	assert.Zero(t, q.Len(), "no second copy")
+}
+
+// armRecordingClock is a FakeClock that records every delay a timer of its
+// is set for: by AfterFunc, and by Reset on the timers AfterFunc returns.
+type armRecordingClock struct {
+	*testingclock.FakeClock
+	mu    sync.Mutex
+	armed []time.Duration
+}
+
+func (c *armRecordingClock) record(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.armed = append(c.armed, d)
+}
+
+func (c *armRecordingClock) delays() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]time.Duration(nil), c.armed...)
+}
+
+func (c *armRecordingClock) AfterFunc(d time.Duration, f func()) clock.Timer {
+	c.record(d)
+	return &armRecordingTimer{Timer: c.FakeClock.AfterFunc(d, f), clock: c}
+}
+
+type armRecordingTimer struct {
+	clock.Timer
+	clock *armRecordingClock
+}
+
+func (t *armRecordingTimer) Reset(d time.Duration) bool {
+	t.clock.record(d)
+	return t.Timer.Reset(d)
 }
