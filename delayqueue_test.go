@@ -438,3 +438,18 @@ func (t *armRecordingTimer) Reset(d time.Duration) bool {
 	t.clock.record(d)
 	return t.Timer.Reset(d)
 }
+
+// TestDelayingQueueAddAfterZeroIsAdd: a delay ≤ 0 queues the item there and
+// then, as Add does: it is ready without a step, and no timer is set for it.
+func TestDelayingQueueAddAfterZeroIsAdd(t *testing.T) {
+	for _, d := range []time.Duration{0, -time.Second} {
+		fc := newQueueClock()
+		q := backoff.NewDelayingQueue[string](backoff.WithClock(fc))
+		q.AddAfter("a", d)
+		assert.Zero(t, fc.Waiters(), "AddAfter(a, %v) set a timer", d)
+		item, shutdown := get(t, q.Get, fc)
+		assert.Equal(t, "a", item)
+		assert.False(t, shutdown)
+		q.ShutDown()
+	}
+}
