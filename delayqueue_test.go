@@ -405,7 +405,8 @@ func TestDelayingQueueWaitingItemsAreDeduplicated(t *testing.T) {
 }
 
 // armRecordingClock is a FakeClock that records every delay a timer of its
-// is set for: by AfterFunc, and by Reset on the timers AfterFunc returns.
+// is set for: by AfterFunc or NewTimer, and by Reset on the timers they
+// return.
 type armRecordingClock struct {
 	*testingclock.FakeClock
 	mu    sync.Mutex
@@ -427,6 +428,11 @@ func (c *armRecordingClock) delays() []time.Duration {
 func (c *armRecordingClock) AfterFunc(d time.Duration, f func()) clock.Timer {
 	c.record(d)
 	return &armRecordingTimer{Timer: c.FakeClock.AfterFunc(d, f), clock: c}
+}
+
+func (c *armRecordingClock) NewTimer(d time.Duration) clock.Timer {
+	c.record(d)
+	return &armRecordingTimer{Timer: c.FakeClock.NewTimer(d), clock: c}
 }
 
 type armRecordingTimer struct {
