@@ -402,7 +402,7 @@ func TestBackoffConcurrent(t *testing.T) {
 			fc.Step(time.Millisecond) // far below 2×max: nothing expires
 		}
 	}()
-	wg.Wait()
+	waitForCall(t, "the concurrent callers to finish", wg.Wait)
 
 	for w := range workers {
 		assert.Equal(t, rounds, b.Attempts(fmt.Sprint("own", w)))
@@ -413,4 +413,42 @@ func TestBackoffConcurrent(t *testing.T) {
 		total += b.Attempts(id)
 	}
 	assert.Equal(t, workers*rounds, total, "no Next on a shared id was lost")
+}
+
+// TestBackoffJitterSpreadsIDsThatFailTogether is the reason for the jitter:
+// ids that fail at the same instant get delays drawn independently across
+// the whole window [initial, initial + factor·initial), so they do not come
+// back together. 100 uniform draws all within 40% of the window would
+// happen about once in 10^37 runs.
+func TestBackoffJitterSpreadsIDsThatFailTogether(t *testing.T) {
+	const initial, factor = time.Second, 1.0
+	fc := testingclock.NewFakeClock(epoch)
+	b := backoff.NewBackOffWithJitter(initial, time.Hour, factor, backoff.WithClock(fc))
+	lo, hi := time.Duration(math.MaxInt64), time.Duration(0)
+	for i := range 100 {
+		id := fmt.Sprint("pod-", i)
+		b.Next(id, fc.Now())
+		d := b.Get(id)
+		require.GreaterOrEqual(t, d, initial)
+		require.Less(t, d, 2*initial)
+		lo, hi = min(lo, d), max(hi, d)
+	}
+	assert.Greater(t, hi-lo, 4*initial/10, "the delays of ids that failed together spread over the window")
+}
+
+// TestBackoffJitterIsTheBackOffWindow: the jittered delay is the one the
+// back-off checks use, not only what Get reports: an id is in back-off for
+// exactly its jittered delay after its failure.
+func TestBackoffJitterIsTheBackOffWindow(t *testing.T) {
+	fc := testingclock.NewFakeClock(epoch)
+	b := backoff.NewBackOffWithJitter(time.Second, time.Hour, 0.5, backoff.WithClock(fc))
+	for i := range 20 {
+		id := fmt.Sprint("pod-", i)
+		failedAt := fc.Now()
+		b.Next(id, failedAt)
+		b.Next(id, failedAt) // the second delay: 2d plus up to d/2
+		d := b.Get(id)
+		assert.True(t, b.IsInBackOffSinceUpdate(id, failedAt.Add(d-1)), "%s: 1ns before its delay %v", id, d)
+		assert.False(t, b.IsInBackOffSinceUpdate(id, failedAt.Add(d)), "%s: at its delay %v", id, d)
+	}
 }

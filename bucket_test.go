@@ -209,7 +209,7 @@ func TestBucketRateLimiterConcurrent(t *testing.T) {
 			}
 		}()
 	}
-	wg.Wait()
+	waitForCall(t, "the concurrent callers to finish", wg.Wait)
 	// At one instant the 400 calls took 400 tokens: whatever the
 	// interleaving, together they saw the delays of 400 calls in a row.
 	var got []time.Duration

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/utils/clock"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/retrykit/backoff"
 )
@@ -110,7 +112,7 @@ func TestDelayingQueueAddMovesWaitingItemToReady(t *testing.T) {
 func TestDelayingQueueAddWhileWaitingAndProcessing(t *testing.T) {
 	q, step := newDelayingQueue[string](t)
 	q.Add("a")
-	item, _ := q.Get()
+	item, _ := get(t, q.Get)
 	q.AddAfter("a", time.Second) // a requeue scheduled by its own worker
 	q.Add("a")                   // then an event: supersedes the wait
 	q.Done(item)
@@ -122,7 +124,7 @@ func TestDelayingQueueAddWhileWaitingAndProcessing(t *testing.T) {
 func TestDelayingQueueItemDueWhileProcessingIsRequeuedOnDone(t *testing.T) {
 	q, step := newDelayingQueue[string](t)
 	q.Add("a")
-	item, _ := q.Get()
+	item, _ := get(t, q.Get)
 	q.AddAfter("a", time.Second)
 	step(time.Second)
 	assert.Equal(t, 0, q.Len(), "never handed to a second worker")
@@ -137,7 +139,7 @@ func TestDelayingQueueBlockedGetWakesOnStep(t *testing.T) {
 	q.AddAfter("a", time.Minute)
 	got := getAsync[string](q)
 	fc.Step(time.Minute)
-	assert.Equal(t, getResult[string]{item: "a"}, receive(t, got))
+	assert.Equal(t, getResult[string]{item: "a"}, waitFor(t, "Get to hand out \"a\" once the clock passed its delay", got, fc))
 }
 
 func TestDelayingQueueGetContextWaitsForDelayedItem(t *testing.T) {
@@ -155,7 +157,7 @@ func TestDelayingQueueGetContextWaitsForDelayedItem(t *testing.T) {
 		ch <- res{item, err}
 	}()
 	fc.Step(time.Minute)
-	assert.Equal(t, res{item: "a"}, receive(t, ch))
+	assert.Equal(t, res{item: "a"}, waitFor(t, "GetContext to hand out \"a\" once the clock passed its delay", ch, fc))
 }
 
 func TestDelayingQueueOneClockWaiterForAllItems(t *testing.T) {
@@ -228,7 +230,7 @@ func TestDelayingQueueShutDown(t *testing.T) {
 	assert.False(t, ok, "nothing becomes ready after shutdown")
 	fc.Step(3 * time.Hour)
 	assert.Equal(t, []string{"due"}, getReady[string](t, q), "an item due at shutdown is queued, not stranded")
-	_, shutdown := q.Get()
+	_, shutdown := get(t, q.Get, fc)
 	assert.True(t, shutdown)
 
 	// The items still waiting are not lost: they can be taken back.
@@ -338,7 +340,7 @@ func TestDelayingQueueStepRacesAddAfterAndGet(t *testing.T) {
 		q.ShutDownWithDrain()
 		consumers.Wait()
 	}()
-	receive(t, done)
+	waitFor(t, "the producers, the drain and the consumers to finish", done, fc)
 	assert.Nil(t, q.TakeWaiting())
 	assert.Equal(t, 0, q.Len())
 }
@@ -350,4 +352,110 @@ func TestDelayingQueueAddAfterOfQueuedItemRunsAgainLater(t *testing.T) {
 	assert.Equal(t, []string{"a"}, getReady[string](t, q))
 	step(time.Second)
 	assert.Equal(t, []string{"a"}, getReady[string](t, q))
+}
+
+// TestDelayingQueueReArmsOnlyForAnEarlierItem: the queue's one timer is set
+// for the earliest ready time, and asked for again only when that time moves
+// earlier: a later item, or one at the same time, leaves the timer as it is.
+// A timer left at the old time would still let Len and Get find due items
+// themselves, but a worker parked in Get would sleep through the earlier
+// item.
+func TestDelayingQueueReArmsOnlyForAnEarlierItem(t *testing.T) {
+	clk := &armRecordingClock{FakeClock: newQueueClock()}
+	q := backoff.NewDelayingQueue[string](backoff.WithClock(clk))
+	defer q.ShutDown()
+	q.AddAfter("hour", time.Hour)
+	q.AddAfter("two hours", 2*time.Hour)  // later: no re-arm
+	q.AddAfter("minute", time.Minute)     // earlier: re-armed for it
+	q.AddAfter("minute too", time.Minute) // same time: no re-arm
+	q.AddAfter("hour", 30*time.Second)    // an item already waiting moves earlier
+	assert.Equal(t, []time.Duration{time.Hour, time.Minute, 30 * time.Second}, clk.delays())
+	assert.Equal(t, 1, clk.Waiters(), "one timer for the whole queue")
+
+	got := getAsync[string](q)
+	clk.Step(30 * time.Second)
+	assert.Equal(t, getResult[string]{item: "hour"}, waitFor(t, "Get to hand out the item due at 30s", got, clk))
+}
+
+// TestDelayingQueueWaitingItemsAreDeduplicated: however often an item is
+// added with a delay, it waits once, at the earliest of its ready times, and
+// is handed out once.
+func TestDelayingQueueWaitingItemsAreDeduplicated(t *testing.T) {
+	fc := newQueueClock()
+	q := backoff.NewDelayingQueue[int](backoff.WithClock(fc))
+	defer q.ShutDown()
+	for round := range 10 {
+		for item := range 5 {
+			q.AddAfter(item, time.Duration(10-round+item)*time.Second)
+		}
+	}
+	want := make([]backoff.WaitingItem[int], 5)
+	for item := range 5 {
+		want[item] = backoff.WaitingItem[int]{Item: item, ReadyAt: epoch.Add(time.Duration(1+item) * time.Second)}
+	}
+	assert.Equal(t, want, q.TakeWaiting(), "one entry per item, at its earliest ready time")
+
+	for range 3 {
+		q.AddAfter(7, time.Second)
+	}
+	fc.Step(time.Second)
+	assert.Equal(t, []int{7}, getReady[int](t, q))
+	fc.Step(time.Hour)
+	assert.Zero(t, q.Len(), "no second copy")
+}
+
+// armRecordingClock is a FakeClock that records every delay a timer of its
+// is set for: by AfterFunc or NewTimer, and by Reset on the timers they
+// return.
+type armRecordingClock struct {
+	*testingclock.FakeClock
+	mu    sync.Mutex
+	armed []time.Duration
+}
+
+func (c *armRecordingClock) record(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.armed = append(c.armed, d)
+}
+
+func (c *armRecordingClock) delays() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]time.Duration(nil), c.armed...)
+}
+
+func (c *armRecordingClock) AfterFunc(d time.Duration, f func()) clock.Timer {
+	c.record(d)
+	return &armRecordingTimer{Timer: c.FakeClock.AfterFunc(d, f), clock: c}
+}
+
+func (c *armRecordingClock) NewTimer(d time.Duration) clock.Timer {
+	c.record(d)
+	return &armRecordingTimer{Timer: c.FakeClock.NewTimer(d), clock: c}
+}
+
+type armRecordingTimer struct {
+	clock.Timer
+	clock *armRecordingClock
+}
+
+func (t *armRecordingTimer) Reset(d time.Duration) bool {
+	t.clock.record(d)
+	return t.Timer.Reset(d)
+}
+
+// TestDelayingQueueAddAfterZeroIsAdd: a delay ≤ 0 queues the item there and
+// then, as Add does: it is ready without a step, and no timer is set for it.
+func TestDelayingQueueAddAfterZeroIsAdd(t *testing.T) {
+	for _, d := range []time.Duration{0, -time.Second} {
+		fc := newQueueClock()
+		q := backoff.NewDelayingQueue[string](backoff.WithClock(fc))
+		q.AddAfter("a", d)
+		assert.Zero(t, fc.Waiters(), "AddAfter(a, %v) set a timer", d)
+		item, shutdown := get(t, q.Get, fc)
+		assert.Equal(t, "a", item)
+		assert.False(t, shutdown)
+		q.ShutDown()
+	}
 }

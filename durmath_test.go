@@ -37,6 +37,7 @@ func TestShiftDuration(t *testing.T) {
 		{"zero shift", time.Second, 0, time.Second},
 		{"negative shift", time.Second, -3, time.Second},
 		{"zero base", 0, 10, 0},
+		{"zero base, shift past the width", 0, 63, 0},
 		{"negative base", -time.Second, 1, 0},
 		{"largest that fits", 1, 62, 1 << 62},
 		{"one past fits", 1, 63, maxDuration},
@@ -80,4 +81,16 @@ func TestClampDuration(t *testing.T) {
 	assert.Equal(t, time.Minute, clampDuration(time.Hour, time.Minute))
 	assert.Equal(t, time.Hour, clampDuration(time.Hour, 0), "limit 0 means no limit")
 	assert.Equal(t, time.Second, clampDuration(time.Second, time.Minute))
+}
+
+func TestRandDuration(t *testing.T) {
+	for _, n := range []time.Duration{0, -time.Second, math.MinInt64} {
+		assert.Zero(t, randDuration(n), "randDuration(%v)", n)
+	}
+	assert.Zero(t, randDuration(1), "the only value in [0, 1)")
+	for range 100 {
+		d := randDuration(time.Second)
+		assert.GreaterOrEqual(t, d, time.Duration(0))
+		assert.Less(t, d, time.Second)
+	}
 }

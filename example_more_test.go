@@ -157,9 +157,9 @@ func ExampleBackoffUntilWithContext() {
 	// run at 2s
 }
 
-// waitFor returns how long the timer t makes its reader wait on an
+// timerWait returns how long the timer t makes its reader wait on an
 // autoStepClock.
-func waitFor(clk autoStepClock, t interface{ C() <-chan time.Time }) time.Duration {
+func timerWait(clk autoStepClock, t interface{ C() <-chan time.Time }) time.Duration {
 	before := clk.Now()
 	<-t.C()
 	return clk.Since(before)
@@ -172,12 +172,12 @@ func ExampleNewExponentialBackoffManager() {
 	m := backoff.NewExponentialBackoffManager(time.Second, 5*time.Second, time.Minute, 2, 0, backoff.WithClock(clk))
 	var waits []time.Duration
 	for range 5 {
-		waits = append(waits, waitFor(clk, m.Backoff()))
+		waits = append(waits, timerWait(clk, m.Backoff()))
 	}
 	fmt.Println(waits)
 
 	clk.Step(2 * time.Minute) // quiet for longer than resetDuration
-	fmt.Println("after a quiet spell:", waitFor(clk, m.Backoff()))
+	fmt.Println("after a quiet spell:", timerWait(clk, m.Backoff()))
 	// Output:
 	// [1s 2s 4s 5s 5s]
 	// after a quiet spell: 1s
@@ -189,7 +189,7 @@ func ExampleNewJitteredBackoffManager() {
 	clk := newAutoStepClock()
 	m := backoff.NewJitteredBackoffManager(time.Second, 0.5, backoff.WithClock(clk))
 	for range 3 {
-		d := waitFor(clk, m.Backoff())
+		d := timerWait(clk, m.Backoff())
 		fmt.Println("in [1s, 1.5s):", d >= time.Second && d < 1500*time.Millisecond)
 	}
 	// Output:

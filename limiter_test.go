@@ -272,7 +272,7 @@ func TestLimiterWaitReturnsWhenStepped(t *testing.T) {
 	assert.Zero(t, clk.fired.Load(), "not before its time")
 	clk.Step(time.Millisecond)
 	assert.Equal(t, int64(1), clk.fired.Load(), "exactly at its time")
-	require.NoError(t, wtReceive(t, done))
+	require.NoError(t, waitFor(t, "Wait to return", done))
 	assert.False(t, clk.HasWaiters())
 }
 
@@ -287,7 +287,7 @@ func TestLimiterWaitCancelled(t *testing.T) {
 	clk.nextArmed(t, nil)
 	require.True(t, clk.HasWaiters())
 	cancel(cause)
-	err := wtReceive(t, done)
+	err := waitFor(t, "Wait to return", done)
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.ErrorIs(t, err, cause, "the cause is reported")
 	assert.False(t, clk.HasWaiters(), "no timer is left on the clock")
@@ -297,7 +297,7 @@ func TestLimiterWaitCancelled(t *testing.T) {
 	go func() { done <- l.Wait(context.Background()) }()
 	assert.Equal(t, 100*time.Millisecond, clk.nextArmed(t, nil))
 	clk.Step(100 * time.Millisecond)
-	require.NoError(t, wtReceive(t, done))
+	require.NoError(t, waitFor(t, "Wait to return", done))
 }
 
 func TestLimiterWaitPlainFakeClockCancelled(t *testing.T) {
@@ -327,5 +327,5 @@ func TestLimiterWaitDeadline(t *testing.T) {
 	go func() { done <- l.Wait(ctx) }()
 	require.Equal(t, 100*time.Millisecond, clk.nextArmed(t, nil), "a wait that fits the deadline waits")
 	clk.Step(100 * time.Millisecond)
-	require.NoError(t, wtReceive(t, done))
+	require.NoError(t, waitFor(t, "Wait to return", done))
 }

@@ -95,14 +95,14 @@ func TestBackoffUntilWithExponentialManager(t *testing.T) {
 	done := wtGo(func() { backoff.BackoffUntil(func() { ran <- hc.elapsed() }, m, true, stop) })
 	var got []time.Duration
 	for i := 0; i < 7; i++ {
-		got = append(got, wtReceive(t, ran))
+		got = append(got, waitFor(t, "the next run of f", ran, hc))
 		d := hc.nextArmed(t, done)
 		if i < 6 {
 			hc.Step(d)
 		}
 	}
 	close(stop)
-	wtReceive(t, done)
+	waitFor(t, "BackoffUntil to return after stop was closed", done, hc)
 	s := time.Second
 	assert.Equal(t, []time.Duration{0, 1 * s, 3 * s, 7 * s, 15 * s, 25 * s, 35 * s}, got)
 }

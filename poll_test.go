@@ -110,7 +110,7 @@ func TestPollUntilContextCancelEndsWithTheContext(t *testing.T) {
 		hc.nextArmed(t, done)
 		cancel()
 		hc.Step(time.Second) // the tick and the cancellation together: no check
-		wtReceive(t, done)
+		waitFor(t, "PollUntilContextCancel to return after cancel", done, hc)
 		assert.Equal(t, context.Canceled, err)
 		assert.Len(t, p.at, 1)
 	})
@@ -160,7 +160,7 @@ func TestPollUntilContextTimeoutUsesTheInjectedClock(t *testing.T) {
 	default:
 	}
 	hc.Step(1)
-	wtReceive(t, done)
+	waitFor(t, "PollUntilContextTimeout to return at the timeout", done, hc)
 	assert.Equal(t, context.DeadlineExceeded, err)
 	assert.Empty(t, p.at)
 }
@@ -169,14 +169,20 @@ func TestPollUntilContextTimeoutEdges(t *testing.T) {
 	t.Run("zero timeout, immediate: one check", func(t *testing.T) {
 		hc := newHandshakeClock()
 		p := &pollScript{hc: hc}
-		err := backoff.PollUntilContextTimeout(context.Background(), time.Second, 0, true, p.check, backoff.WithClock(hc))
+		var err error
+		waitForCall(t, "PollUntilContextTimeout to return at once: a zero timeout has passed already", func() {
+			err = backoff.PollUntilContextTimeout(context.Background(), time.Second, 0, true, p.check, backoff.WithClock(hc))
+		}, hc)
 		assert.Equal(t, context.DeadlineExceeded, err)
 		assert.Len(t, p.at, 1)
 	})
 	t.Run("negative timeout: no check", func(t *testing.T) {
 		hc := newHandshakeClock()
 		p := &pollScript{hc: hc}
-		err := backoff.PollUntilContextTimeout(context.Background(), time.Second, -time.Second, false, p.check, backoff.WithClock(hc))
+		var err error
+		waitForCall(t, "PollUntilContextTimeout to return at once: a negative timeout has passed already", func() {
+			err = backoff.PollUntilContextTimeout(context.Background(), time.Second, -time.Second, false, p.check, backoff.WithClock(hc))
+		}, hc)
 		assert.Equal(t, context.DeadlineExceeded, err)
 		assert.Empty(t, p.at)
 	})
@@ -201,7 +207,7 @@ func TestPollUntilContextTimeoutEdges(t *testing.T) {
 		})
 		hc.nextArmed(t, done)
 		cancel()
-		wtReceive(t, done)
+		waitFor(t, "PollUntilContextTimeout to return after the parent was cancelled", done, hc)
 		assert.Equal(t, context.Canceled, err)
 		assert.Equal(t, context.Canceled, p.ctxs[0].Err())
 	})
@@ -217,4 +223,49 @@ func TestPollUntilContextTimeoutEdges(t *testing.T) {
 		}, backoff.WithClock(hc))
 		assert.Equal(t, early, got)
 	})
+}
+
+// TestPollKeepsTheGridAfterAnOverrun: checks of unequal length, where the
+// grid and "one interval after the last check started" part ways. The
+// first check, at 1s, runs 1.5s and overruns the tick at 2s: the next check
+// comes at once (2.5s, the tick a ticker keeps), and the one after it at the
+// next grid point, 3s, not at 3.5s.
+func TestPollKeepsTheGridAfterAnOverrun(t *testing.T) {
+	hc := newHandshakeClock()
+	runTimes := []time.Duration{1500 * time.Millisecond, 0, 0, 0}
+	var at []time.Duration
+	check := func(context.Context) (bool, error) {
+		at = append(at, hc.elapsed())
+		if d := runTimes[len(at)-1]; d > 0 {
+			hc.Step(d)
+		}
+		return len(at) == len(runTimes), nil
+	}
+	var err error
+	done := wtGo(func() {
+		err = backoff.PollUntilContextCancel(context.Background(), time.Second, false, check, backoff.WithClock(hc))
+	})
+	hc.drive(t, done)
+	require.NoError(t, err)
+	assert.Equal(t, []time.Duration{time.Second, 2500 * time.Millisecond, 3 * time.Second, 4 * time.Second}, at)
+}
+
+// TestPollTickAndTimeoutAtTheSameInstant: a tick and the context's end at
+// the same fake instant, with no select to pick between them. Each check
+// takes a whole interval, so the check at 2s ends at 3s, which is both the
+// next grid point (its wait is zero: nothing to select on) and the timeout
+// (its timer fires inside the check's Step). The condition must not be
+// checked at 3s: only poll's own check of ctx stops it. (With a wait to
+// select on, the two would be ready together only by chance of
+// scheduling.)
+func TestPollTickAndTimeoutAtTheSameInstant(t *testing.T) {
+	hc := newHandshakeClock()
+	p := &pollScript{hc: hc, runTime: time.Second, doneAt: 4} // ends a broken poll
+	var err error
+	done := wtGo(func() {
+		err = backoff.PollUntilContextTimeout(context.Background(), time.Second, 3*time.Second, false, p.check, backoff.WithClock(hc))
+	})
+	hc.drive(t, done)
+	assert.Equal(t, context.DeadlineExceeded, err)
+	assert.Equal(t, []time.Duration{time.Second, 2 * time.Second}, p.at, "checked at the timeout")
 }

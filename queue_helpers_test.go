@@ -92,17 +92,18 @@ func getAsync[T comparable](q interface{ Get() (T, bool) }) <-chan getResult[T] 
 	return ch
 }
 
-// receive waits for a value from ch, failing the test after a generous
-// deadline: the deadline only turns a deadlock into a failure.
-func receive[T any](t *testing.T, ch <-chan T) T {
+// get calls getFn (a queue's Get) on a goroutine and returns what it
+// returns, through waitFor: a test that expects an item to be ready fails in
+// seconds, naming the wait, when none is, instead of blocking in Get.
+func get[T any](t testing.TB, getFn func() (T, bool), clocks ...fakeClockState) (T, bool) {
 	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(10 * time.Second):
-		t.Fatal("deadlock: nothing received in 10s")
-		panic("unreachable")
-	}
+	ch := make(chan getResult[T], 1)
+	go func() {
+		item, shutdown := getFn()
+		ch <- getResult[T]{item, shutdown}
+	}()
+	r := waitFor(t, "Get to hand out an item or report shutdown (is an item ready?)", ch, clocks...)
+	return r.item, r.shutdown
 }
 
 // interfaces with client-go's method sets, checked at compile time below.

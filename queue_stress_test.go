@@ -124,7 +124,7 @@ func TestQueueStress(t *testing.T) {
 		q.ShutDownWithDrain()
 		<-workersDone
 	}()
-	receive(t, finished)
+	waitFor(t, "the stress run to finish: ShutDownWithDrain and the workers", finished, fc)
 
 	assert.Zero(t, overlaps.Load(), "an item was held by two workers at once")
 	for item := range items {

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/utils/clock"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/retrykit/backoff"
 )
@@ -36,7 +39,7 @@ func TestQueueOrderAndDeduplication(t *testing.T) {
 func TestQueueAddWhileProcessingRequeuesOnDone(t *testing.T) {
 	q := backoff.NewQueue[string]()
 	q.Add("a")
-	item, _ := q.Get()
+	item, _ := get(t, q.Get)
 	require.Equal(t, "a", item)
 
 	q.Add("a") // dirty while processing: not handed out to a second worker
@@ -55,7 +58,7 @@ func TestQueueDoneOfItemNotProcessingIsIgnored(t *testing.T) {
 	q.Add("a")
 	q.Done("a") // queued, not processing: client-go would push a second copy
 	assert.Equal(t, 1, q.Len())
-	item, _ := q.Get()
+	item, _ := get(t, q.Get)
 	q.Done(item)
 	q.Done(item) // second Done
 	assert.Equal(t, 0, q.Len())
@@ -71,12 +74,12 @@ func TestQueueShutDownHandsOutQueuedItemsThenReports(t *testing.T) {
 	q.Add(3) // ignored
 
 	for _, want := range []int{1, 2} {
-		item, shutdown := q.Get()
+		item, shutdown := get(t, q.Get)
 		assert.False(t, shutdown)
 		assert.Equal(t, want, item)
 		q.Done(item)
 	}
-	item, shutdown := q.Get()
+	item, shutdown := get(t, q.Get)
 	assert.True(t, shutdown)
 	assert.Zero(t, item)
 	q.ShutDown() // again: nothing happens
@@ -87,7 +90,7 @@ func TestQueueShutDownWakesBlockedGetters(t *testing.T) {
 	got := []<-chan getResult[int]{getAsync[int](q), getAsync[int](q), getAsync[int](q)}
 	q.ShutDown()
 	for _, ch := range got {
-		assert.True(t, receive(t, ch).shutdown)
+		assert.True(t, waitFor(t, "a blocked Get to return shutdown after ShutDown", ch).shutdown)
 	}
 }
 
@@ -95,22 +98,22 @@ func TestQueueGetBlocksUntilAdd(t *testing.T) {
 	q := backoff.NewQueue[int]()
 	ch := getAsync[int](q)
 	q.Add(7)
-	r := receive(t, ch)
+	r := waitFor(t, "a blocked Get to return the item added", ch)
 	assert.Equal(t, getResult[int]{item: 7}, r)
 }
 
 func TestQueueItemDoneWhileProcessingAfterShutdownIsStillRequeued(t *testing.T) {
 	q := backoff.NewQueue[string]()
 	q.Add("a")
-	item, _ := q.Get()
+	item, _ := get(t, q.Get)
 	q.Add("a") // dirty
 	q.ShutDown()
 	q.Done(item)
-	item, shutdown := q.Get()
+	item, shutdown := get(t, q.Get)
 	assert.Equal(t, "a", item)
 	assert.False(t, shutdown, "an item added before the shutdown is not lost")
 	q.Done(item)
-	_, shutdown = q.Get()
+	_, shutdown = get(t, q.Get)
 	assert.True(t, shutdown)
 }
 
@@ -121,7 +124,7 @@ func TestQueueShutDownWithDrainWaitsForQueuedAndProcessing(t *testing.T) {
 	q := backoff.NewQueue[string]()
 	q.Add("a")
 	q.Add("b")
-	a, _ := q.Get() // processing; b queued
+	a, _ := get(t, q.Get) // processing; b queued
 
 	drained := make(chan struct{})
 	go func() {
@@ -133,7 +136,7 @@ func TestQueueShutDownWithDrainWaitsForQueuedAndProcessing(t *testing.T) {
 	q.Done(a)
 	// b is still queued (and perhaps a again): the drain must go on.
 	for {
-		item, shutdown := q.Get()
+		item, shutdown := get(t, q.Get)
 		if shutdown {
 			break
 		}
@@ -144,9 +147,100 @@ func TestQueueShutDownWithDrainWaitsForQueuedAndProcessing(t *testing.T) {
 		}
 		q.Done(item)
 	}
-	receive(t, drained)
+	waitFor(t, "ShutDownWithDrain to return once every item is Done", drained)
 	assert.True(t, q.ShuttingDown())
 }
+
+// TestQueueShutDownWithDrainWaitsForQueuedItems is kubernetes#141079's case:
+// the drain starts with items queued and none handed out, so nothing is being
+// processed, and it must still wait for them to be handed out and Done.
+// client-go's drain waits only while items are being processed, and returns
+// at once here.
+//
+// To know that the drain has started before any item is handed out, a getter
+// parks in Get first, on a queue whose two items wait for a delay on a clock
+// whose timers never fire. The clock then passes their ready time, which
+// moves nothing (no timer fires, nobody reads the clock), so the items are
+// due but not queued. The drain queues them as it shuts the queue down, and
+// the getter can take the first only once the drain has released the
+// queue's lock: by parking (ours) or by returning (the broken drain).
+func TestQueueShutDownWithDrainWaitsForQueuedItems(t *testing.T) {
+	clk := &frozenTimersClock{FakePassiveClock: testingclock.NewFakePassiveClock(epoch)}
+	q := backoff.NewDelayingQueue[int](backoff.WithClock(clk))
+	q.AddAfter(1, time.Second)
+	q.AddAfter(2, time.Second)
+	clk.reads = make(chan struct{}, 64)
+	getter := getAsync[int](q)
+	// Get reads the clock, under the queue's lock, to find the items not due
+	// yet, and parks without reading it again until a broadcast: once it
+	// has read it, moving the clock can no longer reach it.
+	waitFor(t, "the getter to look for due items", clk.reads)
+	clk.SetTime(epoch.Add(time.Second))
+
+	drained := make(chan struct{})
+	go func() {
+		q.ShutDownWithDrain()
+		close(drained)
+	}()
+	first := waitFor(t, "the parked getter to take the first item the drain queued", getter)
+	require.Equal(t, getResult[int]{item: 1}, first)
+	second, shutdown := get(t, q.Get)
+	require.False(t, shutdown, "queued items are handed out after shutdown")
+	require.Equal(t, 2, second)
+	select {
+	case <-drained:
+		t.Fatal("ShutDownWithDrain returned while items were still queued")
+	default:
+	}
+	q.Done(1)
+	q.Done(2)
+	waitFor(t, "ShutDownWithDrain to return once both items were Done", drained)
+	_, shutdown = get(t, q.Get)
+	assert.True(t, shutdown)
+}
+
+// frozenTimersClock reads the time of a FakePassiveClock and never fires a
+// timer: setting its time makes items due without anything noticing. If
+// reads is set, every reading of the time is signalled on it.
+type frozenTimersClock struct {
+	*testingclock.FakePassiveClock
+	reads chan struct{}
+}
+
+func (c *frozenTimersClock) read() {
+	if c.reads != nil {
+		select {
+		case c.reads <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Now and Since signal after reading: a test that has received the signal
+// knows that the reading is done.
+func (c *frozenTimersClock) Now() time.Time {
+	now := c.FakePassiveClock.Now()
+	c.read()
+	return now
+}
+
+func (c *frozenTimersClock) Since(ts time.Time) time.Duration {
+	d := c.FakePassiveClock.Since(ts)
+	c.read()
+	return d
+}
+
+func (*frozenTimersClock) After(time.Duration) <-chan time.Time        { return nil }
+func (*frozenTimersClock) NewTimer(time.Duration) clock.Timer          { return frozenTimer{} }
+func (*frozenTimersClock) AfterFunc(time.Duration, func()) clock.Timer { return frozenTimer{} }
+func (*frozenTimersClock) Tick(time.Duration) <-chan time.Time         { return nil }
+func (*frozenTimersClock) Sleep(time.Duration)                         { panic("frozenTimersClock: Sleep") }
+
+type frozenTimer struct{}
+
+func (frozenTimer) C() <-chan time.Time      { return nil }
+func (frozenTimer) Stop() bool               { return true }
+func (frozenTimer) Reset(time.Duration) bool { return true }
 
 func TestQueueShutDownWithDrainOnEmptyQueueReturns(t *testing.T) {
 	q := backoff.NewQueue[int]()
@@ -157,7 +251,7 @@ func TestQueueShutDownWithDrainOnEmptyQueueReturns(t *testing.T) {
 func TestQueueShutDownEndsDrainWait(t *testing.T) {
 	q := backoff.NewQueue[int]()
 	q.Add(1)
-	held, _ := q.Get() // processing, never Done during the wait
+	held, _ := get(t, q.Get) // processing, never Done during the wait
 	getter := getAsync[int](q)
 
 	drained := make(chan struct{})
@@ -167,14 +261,14 @@ func TestQueueShutDownEndsDrainWait(t *testing.T) {
 	}()
 	// The getter wakes only once the drainer has shut the queue down and
 	// released the lock by parking: the drainer is now waiting.
-	require.True(t, receive(t, getter).shutdown)
+	require.True(t, waitFor(t, "a blocked Get to see the drain's shutdown", getter).shutdown)
 	select {
 	case <-drained:
 		t.Fatal("ShutDownWithDrain returned while an item was processing")
 	default:
 	}
 	q.ShutDown()
-	receive(t, drained)
+	waitFor(t, "ShutDownWithDrain to return after ShutDown", drained)
 	q.Done(held)
 }
 
@@ -208,7 +302,7 @@ func TestQueueGetContext(t *testing.T) {
 			errs <- err
 		}()
 		cancel()
-		assert.ErrorIs(t, receive(t, errs), context.Canceled)
+		assert.ErrorIs(t, waitFor(t, "GetContext to return after its context was cancelled", errs), context.Canceled)
 		assert.False(t, q.ShuttingDown())
 		q.Add(2)
 		item, shutdown := q.Get()
@@ -233,7 +327,7 @@ func TestQueueGetContext(t *testing.T) {
 			errs <- err
 		}()
 		q.ShutDown()
-		assert.ErrorIs(t, receive(t, errs), backoff.ErrQueueShutDown)
+		assert.ErrorIs(t, waitFor(t, "a blocked GetContext to return ErrQueueShutDown after ShutDown", errs), backoff.ErrQueueShutDown)
 	})
 }
 
@@ -256,12 +350,12 @@ func TestQueueCancelledGetterPassesWakeupOn(t *testing.T) {
 		select {
 		case r := <-plain:
 			assert.Equal(t, 1, r.item)
-			receive(t, errs)
+			waitFor(t, "the cancelled GetContext to return", errs)
 		case err := <-errs:
 			if err == nil {
 				q.ShutDown() // the cancellable getter took the item
 			}
-			r := receive(t, plain)
+			r := waitFor(t, "the plain Get to return", plain)
 			if err != nil {
 				assert.Equal(t, 1, r.item, "the wake-up was passed on")
 			}

@@ -159,7 +159,7 @@ func TestItemExponentialConcurrent(t *testing.T) {
 			}
 		}()
 	}
-	wg.Wait()
+	waitForCall(t, "the concurrent callers to finish", wg.Wait)
 	for item := range items {
 		assert.Equal(t, goroutines*rounds, l.NumRequeues(item), "no failure lost or counted twice")
 	}

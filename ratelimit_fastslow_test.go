@@ -100,7 +100,7 @@ func TestItemFastSlowConcurrent(t *testing.T) {
 			}
 		}()
 	}
-	wg.Wait()
+	waitForCall(t, "the concurrent callers to finish", wg.Wait)
 	for item := range items {
 		assert.Equal(t, goroutines*rounds, l.NumRequeues(item))
 	}

@@ -127,7 +127,7 @@ func TestDefaultControllerRateLimiterConcurrent(t *testing.T) {
 			}
 		}()
 	}
-	wg.Wait()
+	waitForCall(t, "the concurrent callers to finish", wg.Wait)
 	// 400 tokens taken at one instant from a bucket of 100: the next call
 	// owes 301 tokens, 30.1 s at 10 per second, whatever the interleaving.
 	assert.InDelta(t, float64(30100*time.Millisecond), float64(l.When(-1)), 1)

@@ -24,7 +24,7 @@ func TestRateLimitingQueueSeed003DefaultController(t *testing.T) {
 		if n == 22 {
 			q.Forget("default/cluster")
 		}
-		item, _ := q.Get()
+		item, _ := get(t, q.Get, fc)
 		q.AddRateLimited(item)
 		q.Done(item)
 		d := want(n)

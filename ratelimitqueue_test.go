@@ -24,7 +24,7 @@ func TestRateLimitingQueueAddRateLimitedWaitsForWhen(t *testing.T) {
 	q, l, fc := newRateLimitingQueue(t)
 	q.Add("a")
 	for n, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
-		item, _ := q.Get()
+		item, _ := get(t, q.Get, fc)
 		q.AddRateLimited(item)
 		q.Done(item)
 		assert.Equal(t, n+1, q.NumRequeues("a"))
@@ -35,7 +35,7 @@ func TestRateLimitingQueueAddRateLimitedWaitsForWhen(t *testing.T) {
 	}
 	q.Forget("a")
 	assert.Equal(t, 0, q.NumRequeues("a"))
-	item, _ := q.Get()
+	item, _ := get(t, q.Get, fc)
 	q.AddRateLimited(item)
 	q.Done(item)
 	fc.Step(time.Second)
@@ -57,11 +57,11 @@ func TestRateLimitingQueueAddRateLimitedOfPendingItem(t *testing.T) {
 		{"waiting", func(q *backoff.RateLimitingQueue[string]) { q.AddAfter("a", time.Hour) }, 0},
 		{"processing: the worker's requeue calls When", func(q *backoff.RateLimitingQueue[string]) {
 			q.Add("a")
-			q.Get()
+			_, _ = get(t, q.Get)
 		}, 1},
 		{"processing and queued again", func(q *backoff.RateLimitingQueue[string]) {
 			q.Add("a")
-			q.Get()
+			_, _ = get(t, q.Get)
 			q.Add("a")
 		}, 0},
 		{"shut down", func(q *backoff.RateLimitingQueue[string]) { q.ShutDown() }, 0},
@@ -109,7 +109,7 @@ func TestRateLimitingQueueSeed003Series(t *testing.T) {
 	defer q.ShutDown()
 	q.Add("x")
 	for n := 0; n < 22; n++ {
-		item, _ := q.Get()
+		item, _ := get(t, q.Get, fc)
 		q.AddRateLimited(item)
 		q.Done(item)
 		want := min(5*time.Millisecond<<n, 1000*time.Second)

@@ -176,7 +176,7 @@ func TestReliabilityNonSlidingLoopPanicStopsTimer(t *testing.T) {
 			// Step the one wait between the runs, and not the one a
 			// non-sliding loop arms before the second run.
 			hc.Step(hc.nextArmed(t, done))
-			wtReceive(t, done)
+			waitFor(t, "the loop to return after stop", done, hc)
 			assert.Equal(t, relBoom{2}, *recovered)
 			assert.Equal(t, 2, runs)
 			assert.Equal(t, time.Second, hc.elapsed())
@@ -202,11 +202,14 @@ func (h relSignalHandler) WithGroup(string) slog.Handler      { return h }
 // handler panics on its first 3 calls and succeeds on the 4th. Each panic
 // requeues the item with the limiter's delay (1s, 2s, 4s); the test steps
 // the FakeClock by 4s after every logged panic, which releases every
-// requeue registered so far. Every item is processed exactly 4 times and
-// never by two workers at once, no item is lost, and the failure counts are
-// forgotten after the success. Then 4 more items meet at a barrier that only
+// requeue registered so far. Then 4 more items meet at a barrier that only
 // opens with 4 workers inside it: after 120 panics the pool still has its
-// size.
+// size. Only once the barrier has opened are the counts checked: every
+// worker is then past the settling of its last item (its Forget and its
+// log), which a success signalled from inside the handler is not. Every
+// item is processed exactly 4 times and never by two workers at once, no
+// item is lost, 120 panics are logged, and the failure counts are
+// forgotten after the success.
 func TestReliabilityWorkersSurviveRepeatedPanics(t *testing.T) {
 	const (
 		workers   = 4
@@ -253,7 +256,6 @@ func TestReliabilityWorkersSurviveRepeatedPanics(t *testing.T) {
 		})
 	})
 
-	deadline := time.After(10 * time.Second) // turns a deadlock into a failure
 	panicsSeen, done := 0, 0
 	for done < items {
 		select {
@@ -263,33 +265,31 @@ func TestReliabilityWorkersSurviveRepeatedPanics(t *testing.T) {
 			fc.Step(maxDelay)
 		case <-succeeded:
 			done++
-		case <-deadline:
-			t.Fatalf("stuck: %d panics logged, %d items done", panicsSeen, done)
+		case <-time.After(waitTimeout):
+			t.Fatalf("timed out (%v real time) waiting for all %d items to succeed: %d panics logged, %d items done; %s",
+				waitTimeout, items, panicsSeen, done, describeClock(fc))
 		}
 	}
-	assert.Equal(t, items*panicsPer, panicsSeen)
-	for i := 0; i < items; i++ {
-		assert.Equal(t, int32(panicsPer+1), calls[i].Load(), "item %d", i)
-	}
-	assert.Zero(t, q.Len(), "nothing left queued")
 
 	for i := items; i < items+workers; i++ {
 		q.Add(i)
 	}
 	for i := 0; i < workers; i++ {
-		select {
-		case <-succeeded:
-		case <-deadline:
-			t.Fatalf("the barrier did not open: fewer than %d workers are left", workers)
-		}
+		waitFor(t, fmt.Sprintf("the barrier to open with %d workers (fewer are left?)", workers), succeeded, fc)
 	}
-	// Only now has every worker returned from its last item and forgotten
-	// it: an item is reported from inside the handler, before RunWorkers
-	// calls Forget, and every worker has since taken a barrier item.
+	// Every worker is inside the barrier or past it: the last panic's log
+	// has been written and the last success has been settled.
+	for len(logs) > 0 {
+		require.Equal(t, "backoff: handler panicked; item requeued with backoff", <-logs)
+		panicsSeen++
+	}
+	assert.Equal(t, items*panicsPer, panicsSeen)
 	for i := 0; i < items; i++ {
+		assert.Equal(t, int32(panicsPer+1), calls[i].Load(), "item %d", i)
 		assert.Zero(t, q.NumRequeues(i), "item %d: Forget after the success", i)
 	}
+	assert.Zero(t, q.Len(), "nothing left queued")
 	assert.Zero(t, overlaps.Load(), "an item was held by two workers at once")
 	cancel()
-	wtReceive(t, poolDone)
+	waitFor(t, "RunWorkers to return after cancel", poolDone, fc)
 }

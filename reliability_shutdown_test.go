@@ -183,7 +183,7 @@ func TestReliabilityShutdownRacesProducers(t *testing.T) {
 				stopSample.Store(true)
 				traffic.Wait()
 			}()
-			receive(t, finished)
+			waitFor(t, "the shutdown to complete: the workers and the traffic to stop", finished, fc)
 
 			assert.Zero(t, overlaps.Load(), "an item was held by two workers at once")
 			assert.Zero(t, negative.Load(), "Len was negative")

@@ -81,8 +81,8 @@ func TestReliabilityBackoffClockJumps(t *testing.T) {
 			}
 		}()
 	}
-	wg.Wait()
-	wtReceive(t, jumper)
+	waitForCall(t, "the concurrent callers to finish", wg.Wait)
+	waitFor(t, "the clock-jumping goroutine to finish", jumper, fc)
 	assert.Zero(t, bad.Load())
 
 	fc.SetTime(epoch.Add(time.Hour))
@@ -170,8 +170,8 @@ func TestReliabilityLimitersClockJumps(t *testing.T) {
 					}
 				}()
 			}
-			wg.Wait()
-			wtReceive(t, jumper)
+			waitForCall(t, "the concurrent callers to finish", wg.Wait)
+			waitFor(t, "the clock-jumping goroutine to finish", jumper, fc)
 			assert.Zero(t, bad.Load())
 			if tt.bounded {
 				remembered := 0

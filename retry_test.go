@@ -234,7 +234,7 @@ func TestRetryEndsWithTheContext(t *testing.T) {
 		hc.Step(hc.nextArmed(t, done))
 		hc.nextArmed(t, done)
 		cancel(errShutdown)
-		wtReceive(t, done) // promptly: no step needed
+		waitFor(t, "Retry to return on cancel, with no clock step", done, hc) // promptly: no step needed
 		assert.Equal(t, 2, calls)
 		assert.ErrorIs(t, err, context.Canceled, "matches the context's error")
 		assert.ErrorIs(t, err, errFlaky, "and the last error of fn")

@@ -169,7 +169,7 @@ func TestExponentialBackoffWithContextEndsWithTheContext(t *testing.T) {
 		hc.Step(hc.nextArmed(t, done))
 		hc.nextArmed(t, done)
 		cancel()
-		wtReceive(t, done)
+		waitFor(t, "ExponentialBackoffWithContext to return after cancel", done, hc)
 		assert.Equal(t, 2, checks)
 		assert.Equal(t, context.Canceled, err)
 		assert.True(t, backoff.Interrupted(err))

@@ -85,7 +85,7 @@ func (t *handshakeTimer) Reset(d time.Duration) bool {
 
 // nextArmed waits for the code under test to set a timer and returns its
 // delay. It fails the test if done is closed first or nothing is armed
-// within a generous real-time bound (a hang, not a timing assertion).
+// within waitTimeout (a hang, not a timing assertion).
 func (c *handshakeClock) nextArmed(t *testing.T, done <-chan struct{}) time.Duration {
 	t.Helper()
 	select {
@@ -93,8 +93,8 @@ func (c *handshakeClock) nextArmed(t *testing.T, done <-chan struct{}) time.Dura
 		return d
 	case <-done:
 		t.Fatal("the code under test returned instead of setting a timer")
-	case <-time.After(10 * time.Second):
-		t.Fatal("no timer was set within 10s: the code under test is stuck")
+	case <-time.After(waitTimeout):
+		t.Fatalf("timed out (%v real time) waiting for the code under test to set a timer; %s", waitTimeout, describeClock(c))
 	}
 	return 0
 }
@@ -115,32 +115,32 @@ func (c *handshakeClock) stepUntilFired(t *testing.T, step time.Duration, limit 
 	return 0
 }
 
-// wtReceive returns the next value of ch, failing the test after a generous
-// real-time bound (a hang, not a timing assertion).
-func wtReceive[T any](t *testing.T, ch <-chan T) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(10 * time.Second):
-		t.Fatal("nothing received within 10s: the code under test is stuck")
-	}
-	var zero T
-	return zero
-}
+// driveLimit bounds the waits that drive steps through: no test makes
+// more than a few hundred, and code that loops for ever on the fake clock
+// (a retry that never stops) must fail the test, not step it for ever.
+const driveLimit = 4096
 
 // drive steps c by every delay the code under test arms, until done is
-// closed: the fake clock then moves exactly from one wait to the next.
+// closed: the fake clock then moves exactly from one wait to the next. It
+// fails the test if the code under test neither arms a timer nor returns
+// within waitTimeout, or has not returned after driveLimit waits or
+// waitTimeout in all.
 func (c *handshakeClock) drive(t *testing.T, done <-chan struct{}) {
 	t.Helper()
-	for {
+	deadline := time.NewTimer(waitTimeout)
+	defer deadline.Stop()
+	for steps := 0; ; steps++ {
+		if steps == driveLimit {
+			t.Fatalf("the code under test did not return after %d waits on the fake clock; %s", steps, describeClock(c))
+		}
 		select {
 		case d := <-c.armed:
 			c.Step(d)
 		case <-done:
 			return
-		case <-time.After(10 * time.Second):
-			t.Fatal("the code under test neither set a timer nor returned within 10s")
+		case <-deadline.C:
+			t.Fatalf("timed out (%v real time) waiting for the code under test to return, after stepping through %d waits; %s",
+				waitTimeout, steps, describeClock(c))
 		}
 	}
 }

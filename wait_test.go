@@ -72,7 +72,7 @@ func TestLoopRunsEveryPeriod(t *testing.T) {
 				h.run(ctx, stop, func() { ran <- hc.elapsed() }, backoff.WithClock(hc))
 			})
 			for i := 0; i < 4; i++ {
-				assert.Equal(t, time.Duration(i)*time.Second, wtReceive(t, ran), "run %d", i)
+				assert.Equal(t, time.Duration(i)*time.Second, waitFor(t, "the next run of f", ran, hc), "run %d", i)
 				assert.Equal(t, time.Second, hc.nextArmed(t, done))
 				if i < 3 {
 					hc.Step(time.Second)
@@ -81,7 +81,7 @@ func TestLoopRunsEveryPeriod(t *testing.T) {
 			end()
 			// f sends on an unbuffered channel: had it run again, the loop
 			// would be stuck in f and never return.
-			wtReceive(t, done)
+			waitFor(t, "the loop to return after stop", done, hc)
 		})
 	}
 }
@@ -108,7 +108,7 @@ func TestLoopSlidingVersusNonSliding(t *testing.T) {
 				gap += runTime
 			}
 			for i := 0; i < 4; i++ {
-				assert.Equal(t, time.Duration(i)*gap, wtReceive(t, ran), "run %d", i)
+				assert.Equal(t, time.Duration(i)*gap, waitFor(t, "the next run of f", ran, hc), "run %d", i)
 				hc.nextArmed(t, done)
 				if i < 3 {
 					// Let the timer fire on its own: this checks when it
@@ -117,7 +117,7 @@ func TestLoopSlidingVersusNonSliding(t *testing.T) {
 				}
 			}
 			end()
-			wtReceive(t, done)
+			waitFor(t, "the loop to return after stop", done, hc)
 		})
 	}
 }
@@ -144,7 +144,7 @@ func TestLoopStopsDuringWait(t *testing.T) {
 			})
 			hc.nextArmed(t, done)
 			end()
-			wtReceive(t, done)
+			waitFor(t, "the loop to return after stop", done, hc)
 			assert.Len(t, ran, 1, "f ran once, before the stop")
 		})
 	}
@@ -166,7 +166,7 @@ func TestLoopNeverRunsAfterStopEvenWhenTheTimerFiresToo(t *testing.T) {
 				d := hc.nextArmed(t, done)
 				end()
 				hc.Step(d)
-				wtReceive(t, done)
+				waitFor(t, "the loop to return after stop", done, hc)
 				require.Len(t, ran, 1, "f ran after stop (iteration %d)", i)
 			}
 		})
@@ -185,14 +185,14 @@ func TestBackoffUntilLeavesNoStaleTick(t *testing.T) {
 		done := wtGo(func() {
 			backoff.BackoffUntil(func() { ran <- hc.elapsed() }, m, true, stop)
 		})
-		first := wtReceive(t, ran)
+		first := waitFor(t, "the next run of f", ran, hc)
 		hc.nextArmed(t, done)
 		hc.Step(time.Second)
-		assert.Equal(t, first+time.Second, wtReceive(t, ran), "loop %d ran early", i)
+		assert.Equal(t, first+time.Second, waitFor(t, "the next run of f", ran, hc), "loop %d ran early", i)
 		hc.nextArmed(t, done)
 		close(stop)
 		hc.Step(time.Second) // the tick that a stopping loop must not leave behind
-		wtReceive(t, done)
+		waitFor(t, "the loop to return after stop", done, hc)
 	}
 }
 
@@ -221,11 +221,11 @@ func TestLoopPanicPropagatesByDefault(t *testing.T) {
 			}, time.Minute, backoff.WithClock(hc))
 		}()
 		for i := 0; i < 2; i++ {
-			d := <-hc.armed
+			d := hc.nextArmed(t, nil)
 			assert.Equal(t, time.Minute, d)
 			hc.Step(d)
 		}
-		assert.Equal(t, boom{}, wtReceive(t, got))
+		assert.Equal(t, boom{}, waitFor(t, "the panic handler to receive the panic", got, hc))
 		assert.Equal(t, 3, runs)
 	})
 }
@@ -250,15 +250,17 @@ func TestLoopPanicHandlerRecoversAndContinues(t *testing.T) {
 			for i := 0; i < 2; i++ {
 				hc.Step(hc.nextArmed(t, done))
 			}
-			assert.Equal(t, 2*time.Second, wtReceive(t, ran), "the schedule went on through the panics")
+			assert.Equal(t, 2*time.Second, waitFor(t, "the next run of f", ran, hc), "the schedule went on through the panics")
 			hc.nextArmed(t, done)
 			end()
-			wtReceive(t, done)
+			waitFor(t, "the loop to return after stop", done, hc)
 			assert.Equal(t, []any{1, 2}, recovered)
 		})
 	}
 }
 
+// TestJitterUntilJitter runs every case through both forms: the stop-channel
+// form builds its own loop, and dropping its factor must fail here too.
 func TestJitterUntilJitter(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -272,27 +274,38 @@ func TestJitterUntilJitter(t *testing.T) {
 		{"half", time.Second, 0.5, time.Second, 1500*time.Millisecond - 1},
 		{"negative period counts as 0", -time.Second, 0.5, 0, 0},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			hc := newHandshakeClock()
-			ctx, cancel := context.WithCancel(context.Background())
-			done := wtGo(func() {
-				backoff.JitterUntilWithContext(ctx, func(context.Context) {}, tt.period, tt.factor, true, backoff.WithClock(hc))
+	forms := []struct {
+		name string
+		run  func(ctx context.Context, stop <-chan struct{}, period time.Duration, factor float64, opts ...backoff.Option)
+	}{
+		{"JitterUntil", func(_ context.Context, stop <-chan struct{}, period time.Duration, factor float64, opts ...backoff.Option) {
+			backoff.JitterUntil(func() {}, period, factor, true, stop, opts...)
+		}},
+		{"JitterUntilWithContext", func(ctx context.Context, _ <-chan struct{}, period time.Duration, factor float64, opts ...backoff.Option) {
+			backoff.JitterUntilWithContext(ctx, func(context.Context) {}, period, factor, true, opts...)
+		}},
+	}
+	for _, form := range forms {
+		for _, tt := range tests {
+			t.Run(form.name+"/"+tt.name, func(t *testing.T) {
+				hc := newHandshakeClock()
+				ctx, stop, end := wtStopper()
+				done := wtGo(func() { form.run(ctx, stop, tt.period, tt.factor, backoff.WithClock(hc)) })
+				seen := map[time.Duration]bool{}
+				for i := 0; i < 50; i++ {
+					d := hc.nextArmed(t, done)
+					assert.GreaterOrEqual(t, d, tt.lo)
+					assert.LessOrEqual(t, d, tt.hi)
+					seen[d] = true
+					hc.Step(d)
+				}
+				if tt.lo < tt.hi {
+					assert.Greater(t, len(seen), 25, "the jitter should vary")
+				}
+				end()
+				waitFor(t, "the loop to return after stop", done, hc)
 			})
-			seen := map[time.Duration]bool{}
-			for i := 0; i < 50; i++ {
-				d := hc.nextArmed(t, done)
-				assert.GreaterOrEqual(t, d, tt.lo)
-				assert.LessOrEqual(t, d, tt.hi)
-				seen[d] = true
-				hc.Step(d)
-			}
-			if tt.lo < tt.hi {
-				assert.Greater(t, len(seen), 25, "the jitter should vary")
-			}
-			cancel()
-			wtReceive(t, done)
-		})
+		}
 	}
 }
 
@@ -315,7 +328,7 @@ func TestContextForChannel(t *testing.T) {
 	assert.False(t, ok)
 	assert.Nil(t, ctx.Value("any"))
 	close(stop)
-	<-ctx.Done()
+	waitFor(t, "the context to be done once stop was closed", ctx.Done())
 	assert.ErrorIs(t, ctx.Err(), context.Canceled)
 
 	never := backoff.ContextForChannel(nil)

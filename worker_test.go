@@ -92,7 +92,7 @@ func TestRunWorkersAppliesResultRules(t *testing.T) {
 		backoff.RunWorkers(ctx, q, 1, handle)
 		close(done)
 	}()
-	receive(t, done)
+	waitFor(t, "RunWorkers to return once the last item cancelled ctx", done, fc)
 
 	assert.Equal(t, items, seen, "the worker survived the panic and the Goexit")
 	assert.True(t, q.ShuttingDown(), "RunWorkers shuts the queue down when ctx ends")
@@ -156,14 +156,9 @@ func TestRunWorkersKeepsPoolSize(t *testing.T) {
 		})
 		close(done)
 	}()
-	waited := make(chan struct{})
-	go func() {
-		inside.Wait()
-		close(waited)
-	}()
-	receive(t, waited)
+	waitForCall(t, "all three workers to be inside the handler at once (the pool lost a worker?)", inside.Wait)
 	cancel()
-	receive(t, done)
+	waitFor(t, "RunWorkers to return after cancel", done)
 }
 
 func TestRunWorkersStopsOnCancelLeavingQueuedItems(t *testing.T) {
@@ -182,10 +177,10 @@ func TestRunWorkersStopsOnCancelLeavingQueuedItems(t *testing.T) {
 		})
 		close(done)
 	}()
-	receive(t, started)
+	waitFor(t, "the worker to start on \"a\"", started)
 	q.Add("b")
 	cancel()
-	receive(t, done)
+	waitFor(t, "RunWorkers to return after cancel", done)
 
 	assert.True(t, q.ShuttingDown())
 	assert.Equal(t, []string{"b"}, getReady[string](t, q), "b stays queued: the worker took nothing after ctx ended")
