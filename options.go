@@ -60,10 +60,9 @@ func newConfig(opts []Option) config {
 // holds its own lock; the package never calls back into the clock from such a
 // callback, so stepping a FakeClock from any goroutine is safe.
 //
-// WithClock panics if c is nil.
+// WithClock panics if c is nil, including a typed nil such as a nil
+// *testing.FakeClock, which would otherwise crash on first use.
 func WithClock(c clock.WithDelayedExecution) Option {
-	if c == nil {
-		panic("backoff: WithClock: clock must not be nil")
-	}
+	mustNotBeNil("WithClock", "c", isNilValue(c))
 	return func(cfg *config) { cfg.clock = c }
 }

@@ -23,9 +23,7 @@ type RateLimitingQueue[T comparable] struct {
 //
 // NewRateLimitingQueue panics if limiter is nil.
 func NewRateLimitingQueue[T comparable](limiter RateLimiter[T], opts ...Option) *RateLimitingQueue[T] {
-	if limiter == nil {
-		panic("backoff: NewRateLimitingQueue: limiter must not be nil")
-	}
+	mustNotBeNil("NewRateLimitingQueue", "limiter", isNilValue(limiter))
 	q := &RateLimitingQueue[T]{limiter: limiter}
 	q.init(newConfig(opts))
 	return q

@@ -28,12 +28,13 @@ var DefaultRetry = Schedule{
 // however many Steps were left. New code should use [Retry] with [WithRetryable], which keeps
 // retrying at the cap, takes a context, and says how many attempts were
 // made. Waits go through the clock given with [WithClock]; a panic in fn
-// propagates.
+// propagates, and a nil fn panics at the call.
 //
 // client-go's retry.RetryOnConflict is OnError with apierrors.IsConflict as
 // retriable; this package does not depend on apimachinery's errors, so pass
 // that predicate yourself.
 func OnError(s Schedule, retriable func(error) bool, fn func() error, opts ...Option) error {
+	mustNotBeNil("OnError", "fn", fn == nil)
 	var last error // the last retriable error, reported instead of ErrWaitTimeout
 	err := ExponentialBackoff(s, func() (bool, error) {
 		err := fn()
