@@ -71,8 +71,10 @@ func (rc *retryConfig) hintLimit() time.Duration {
 	return DefaultMaxRetryAfter
 }
 
-// retryAfterHint is what an error implements to carry a Retry-After hint.
-type retryAfterHint interface{ RetryAfter() time.Duration }
+// retryAfterHint is what an error implements to carry a Retry-After hint. It
+// is an alias, so that an As method of a user's error can fill a target of
+// type *interface{ RetryAfter() time.Duration }.
+type retryAfterHint = interface{ RetryAfter() time.Duration }
 
 // inspectError walks err's chain once, in errors.As's order (depth first
 // through Unwrap() []error), and reports whether it holds a *PermanentError
@@ -136,9 +138,13 @@ func asPermanent(a interface{ As(any) bool }) bool {
 	return a.As(&p)
 }
 
-// asHint returns the hint of the error a's As method yields as a carrier of
-// one, if it does.
+// asHint returns the hint of the error a's As method yields, as errors.As
+// would find it: a *RetryAfterError, or any carrier of a hint.
 func asHint(a interface{ As(any) bool }) (time.Duration, bool) {
+	var ra *RetryAfterError
+	if a.As(&ra) && ra != nil {
+		return positiveHint(ra)
+	}
 	var h retryAfterHint
 	if a.As(&h) && h != nil {
 		return positiveHint(h)
