@@ -54,6 +54,11 @@ func PollUntilContextCancel(ctx context.Context, interval time.Duration, immedia
 // context.DeadlineExceeded once the timeout has passed, and its Deadline
 // reports the timeout's instant on that clock (or ctx's deadline if earlier).
 // With the real clock this is what context.WithTimeout would give.
+//
+// The timeout is a waiter of the clock for the whole call, besides the timer
+// of each wait: on a FakeClock, HasWaiters is true from the call on, and a
+// test that runs it on another goroutine waits for Waiters() == 2 before
+// stepping an interval (see [WithClock]).
 func PollUntilContextTimeout(ctx context.Context, interval, timeout time.Duration, immediate bool, condition ConditionWithContextFunc, opts ...Option) error {
 	mustNotBeNil("PollUntilContextTimeout", "ctx", ctx == nil)
 	mustNotBeNil("PollUntilContextTimeout", "condition", condition == nil)

@@ -66,6 +66,10 @@ func (p *handlerPanic) Error() string { return fmt.Sprintf("backoff: handler pan
 // workers process every queued item first (ShutDownWithDrain waits for
 // exactly that), then RunWorkers returns.
 //
+// RunWorkers registers no clock waiter of its own: idle workers block in
+// GetContext. The waiters on q's clock are the queue's (at most one, while
+// items wait for a delay; see [WithClock]).
+//
 // RunWorkers panics, on the caller's goroutine before it starts a worker,
 // if ctx, q or handle is nil, or if workers < 1.
 func RunWorkers[T comparable](ctx context.Context, q *RateLimitingQueue[T], workers int, handle func(ctx context.Context, item T) (Result, error)) {

@@ -9,10 +9,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"k8s.io/utils/clock"
 	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/retrykit/backoff"
+	"github.com/retrykit/backoff/backofftest"
 )
 
 func init() {
@@ -54,7 +54,7 @@ func retryDemo(w io.Writer) {
 	fmt.Fprintf(w, "Schedule{1s, ×2, Steps 10, Cap 3s}.Step(): %s\n", strings.Join(steps, ", "))
 
 	// ExponentialBackoff stops when Steps reaches 0: 2 checks of 10.
-	ac := retryDemoClock{testclock.NewFakeClock(retryDemoStart)}
+	ac := backofftest.NewAutoStepClock(retryDemoStart)
 	var checks []string
 	err = backoff.ExponentialBackoff(capped, func() (bool, error) {
 		checks = append(checks, ac.Since(retryDemoStart).String())
@@ -64,43 +64,11 @@ func retryDemo(w io.Writer) {
 		strings.Join(checks, ", "), ac.Since(retryDemoStart), err)
 
 	// Retry keeps going at the cap: all 10 attempts.
-	ac = retryDemoClock{testclock.NewFakeClock(retryDemoStart)}
+	ac = backofftest.NewAutoStepClock(retryDemoStart)
 	var attempts []string
 	err = backoff.Retry(context.Background(), capped, func(context.Context) error {
 		attempts = append(attempts, ac.Since(retryDemoStart).String())
 		return errors.New("not ready")
 	}, backoff.WithClock(ac))
 	fmt.Fprintf(w, "Retry:              attempts at %s\n                    %v\n", strings.Join(attempts, ", "), err)
-}
-
-// retryDemoClock is a FakeClock on which waiting takes no time: reading a
-// running timer's channel first steps the clock to the timer's deadline.
-type retryDemoClock struct{ *testclock.FakeClock }
-
-func (c retryDemoClock) NewTimer(d time.Duration) clock.Timer {
-	return &retryDemoTimer{Timer: c.FakeClock.NewTimer(d), clock: c.FakeClock, deadline: c.Now().Add(d)}
-}
-
-type retryDemoTimer struct {
-	clock.Timer
-	clock    *testclock.FakeClock
-	deadline time.Time
-	stopped  bool
-}
-
-func (t *retryDemoTimer) Reset(d time.Duration) bool {
-	t.deadline, t.stopped = t.clock.Now().Add(d), false
-	return t.Timer.Reset(d)
-}
-
-func (t *retryDemoTimer) Stop() bool {
-	t.stopped = true
-	return t.Timer.Stop()
-}
-
-func (t *retryDemoTimer) C() <-chan time.Time {
-	if now := t.clock.Now(); !t.stopped && !now.After(t.deadline) {
-		t.clock.Step(t.deadline.Sub(now))
-	}
-	return t.Timer.C()
 }
