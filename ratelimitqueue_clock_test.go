@@ -42,7 +42,7 @@ func TestRateLimitingQueueRejectsALimiterOnAnotherClock(t *testing.T) {
 	q := backoff.NewRateLimitingQueue(backoff.DefaultControllerRateLimiter[string](opts...), opts...)
 	defer q.ShutDown()
 	for i := range 101 {
-		q.AddRateLimited(string(rune('a' + i%26)) + string(rune('a'+i/26)))
+		q.AddRateLimited(string(rune('a'+i%26)) + string(rune('a'+i/26)))
 	}
 	assert.Equal(t, 0, q.Len(), "all wait their 5 ms")
 	fc.Step(5 * time.Millisecond)
