@@ -225,7 +225,8 @@ func TestRunWorkersPanicsOnBadArguments(t *testing.T) {
 	// A nil ctx used to crash the process from a worker goroutine, where the
 	// caller could not recover it; it now panics here, before any worker
 	// starts.
+	var nilCtx context.Context
 	assert.PanicsWithValue(t, "backoff: RunWorkers: ctx must not be nil, got <nil>", func() {
-		backoff.RunWorkers(nil, q, 1, handle) //nolint:staticcheck // the nil ctx is the point
+		backoff.RunWorkers(nilCtx, q, 1, handle)
 	})
 }
