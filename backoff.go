@@ -396,5 +396,5 @@ func (b *Backoff) hash(id string) uint64 {
 }
 
 func panicZeroValue() {
-	panic("backoff: Backoff used without NewBackOff or NewBackOffWithJitter")
+	badUse("Backoff", "used without NewBackOff or NewBackOffWithJitter")
 }

@@ -338,11 +338,11 @@ func TestBackoffBadInput(t *testing.T) {
 		{"nil expiry rule", func() { backoff.WithExpiry(nil) },
 			"backoff: WithExpiry: expired must not be nil, got <nil>"},
 		{"zero value Next", func() { new(backoff.Backoff).Next("id", epoch) },
-			"backoff: Backoff used without NewBackOff or NewBackOffWithJitter"},
+			"backoff: Backoff: used without NewBackOff or NewBackOffWithJitter"},
 		{"zero value Get", func() { new(backoff.Backoff).Get("id") },
-			"backoff: Backoff used without NewBackOff or NewBackOffWithJitter"},
+			"backoff: Backoff: used without NewBackOff or NewBackOffWithJitter"},
 		{"zero value GC", func() { new(backoff.Backoff).GC() },
-			"backoff: Backoff used without NewBackOff or NewBackOffWithJitter"},
+			"backoff: Backoff: used without NewBackOff or NewBackOffWithJitter"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -155,11 +155,15 @@
 //
 //	backoff: NewBackOff: initial must be positive, got -1s
 //
+// So does every helper given a nil function or context, at the call and on
+// the caller's goroutine (backoff: Retry: fn must not be nil, got <nil>).
+//
 // A panic at construction surfaces a programming error where it is cheap to
 // fix: at start-up, with a stack. Values that arrive at call time instead,
 // such as a delay passed to AddAfter, the fields of a [Schedule] literal, a
 // period passed to Until or a server's Retry-After hint, often come from data;
-// they are never rejected, but clamped as documented where they are read
+// they are never rejected (but for the two Schedules whose waits would be
+// centuries, which [Retry] refuses), but clamped as documented where they are read
 // (a negative delay counts as zero, for example). Whatever the input, no
 // function returns a negative delay or a delay above its cap, and no
 // computation overflows: delays saturate instead.

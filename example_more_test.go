@@ -9,12 +9,13 @@ import (
 	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/retrykit/backoff"
+	"github.com/retrykit/backoff/backofftest"
 )
 
 // The Examples of this file cover the rest of the loop helpers, the
 // BackoffManagers, jitter and the options that no main entry point's Example
-// shows. Those that wait run on the autoStepClock of example_wait_test.go, on
-// which waiting takes no time; jittered delays are random, so they print
+// shows. Those that wait run on a backofftest.AutoStepClock, on which
+// waiting takes no time; jittered delays are random, so they print
 // whether each delay lies in its documented range.
 
 // Forever is for work that lasts as long as the process. It never returns
@@ -159,7 +160,7 @@ func ExampleBackoffUntilWithContext() {
 
 // timerWait returns how long the timer t makes its reader wait on an
 // autoStepClock.
-func timerWait(clk autoStepClock, t interface{ C() <-chan time.Time }) time.Duration {
+func timerWait(clk *backofftest.AutoStepClock, t interface{ C() <-chan time.Time }) time.Duration {
 	before := clk.Now()
 	<-t.C()
 	return clk.Since(before)

@@ -5,52 +5,15 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/utils/clock"
-	testclock "k8s.io/utils/clock/testing"
-
 	"github.com/retrykit/backoff"
+	"github.com/retrykit/backoff/backofftest"
 )
 
-// autoStepClock is a FakeClock on which waiting takes no time: when code
-// waits on one of its timers (reads the timer's channel), the fake clock
-// steps to the timer's deadline first, so the timer fires at once. It lets
-// the Examples run the loop helpers synchronously, with fake timestamps, and
-// print deterministic output. (Tests of concurrent behaviour step a
-// FakeClock from the test instead.)
-type autoStepClock struct{ *testclock.FakeClock }
-
-func newAutoStepClock() autoStepClock {
-	return autoStepClock{testclock.NewFakeClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))}
-}
-
-func (c autoStepClock) NewTimer(d time.Duration) clock.Timer {
-	return &autoStepTimer{Timer: c.FakeClock.NewTimer(d), clock: c.FakeClock, deadline: c.Now().Add(d)}
-}
-
-type autoStepTimer struct {
-	clock.Timer
-	clock    *testclock.FakeClock
-	deadline time.Time
-	stopped  bool
-}
-
-func (t *autoStepTimer) Reset(d time.Duration) bool {
-	t.deadline, t.stopped = t.clock.Now().Add(d), false
-	return t.Timer.Reset(d)
-}
-
-func (t *autoStepTimer) Stop() bool {
-	t.stopped = true
-	return t.Timer.Stop()
-}
-
-// C steps the clock to the deadline of a running timer: waiting takes no
-// time.
-func (t *autoStepTimer) C() <-chan time.Time {
-	if now := t.clock.Now(); !t.stopped && !now.After(t.deadline) {
-		t.clock.Step(t.deadline.Sub(now))
-	}
-	return t.Timer.C()
+// newAutoStepClock returns a fake clock on which waiting takes no time (see
+// backofftest.AutoStepClock): it lets the Examples run the loop helpers
+// synchronously, with fake timestamps, and print deterministic output.
+func newAutoStepClock() *backofftest.AutoStepClock {
+	return backofftest.NewAutoStepClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
 }
 
 func ExampleUntil() {

@@ -73,8 +73,6 @@ func (NopQueueMetrics) TrackProcessing(func() (time.Duration, time.Duration)) {}
 //
 // WithMetrics panics if m is nil.
 func WithMetrics(m QueueMetrics) Option {
-	if m == nil {
-		panic("backoff: WithMetrics: metrics must not be nil")
-	}
+	mustNotBeNil("WithMetrics", "m", isNilValue(m))
 	return func(c *config) { c.queue.metrics = m }
 }

@@ -61,10 +61,31 @@ func newConfig(opts []Option) config {
 // holds its own lock; the package never calls back into the clock from such a
 // callback, so stepping a FakeClock from any goroutine is safe.
 //
-// WithClock panics if c is nil.
+// # Waiters
+//
+// A test that runs a helper on another goroutine steps the clock once the
+// helper waits, which FakeClock.Waiters (a count) and HasWaiters report.
+// What each helper registers, and when:
+//
+//	Retry, ExponentialBackoff*, OnError   1 timer, during each wait (none for a wait of 0)
+//	PollUntilContextCancel                1 timer, during each wait
+//	PollUntilContextTimeout               1 AfterFunc for the timeout, for the whole call,
+//	                                      plus 1 timer during each wait: HasWaiters is
+//	                                      true from the call on; wait for Waiters() == 2
+//	Until, JitterUntil, BackoffUntil …    1 timer, during each period
+//	queues (NewDelayingQueue …)           at most 1 AfterFunc, while some item waits
+//	                                      for a delay, however many do
+//	RunWorkers                            none of its own: its workers block in the
+//	                                      queue's GetContext; the queue's, above
+//
+// Each waiter is removed when it fires or is stopped, and none outlives the
+// call (a queue's, its ShutDown). To run such code to completion without
+// stepping by hand, use backofftest.AutoStepClock
+// (github.com/retrykit/backoff/backofftest), on which waiting takes no time.
+//
+// WithClock panics if c is nil, including a typed nil such as a nil
+// *testing.FakeClock, which would otherwise crash on first use.
 func WithClock(c clock.WithDelayedExecution) Option {
-	if c == nil {
-		panic("backoff: WithClock: clock must not be nil")
-	}
+	mustNotBeNil("WithClock", "c", isNilValue(c))
 	return func(cfg *config) { cfg.clock = c }
 }

@@ -18,7 +18,10 @@ func TestNewConfig(t *testing.T) {
 	c := newConfig([]Option{WithClock(other), nil, WithClock(fc)})
 	assert.Same(t, fc, c.clock, "nil options are skipped and the last option wins")
 
-	assert.PanicsWithValue(t, "backoff: WithClock: clock must not be nil", func() { WithClock(nil) })
+	assert.PanicsWithValue(t, "backoff: WithClock: c must not be nil, got <nil>", func() { WithClock(nil) })
+	// A typed nil passes c == nil and used to crash on first use.
+	var nilFake *testingclock.FakeClock
+	assert.PanicsWithValue(t, "backoff: WithClock: c must not be nil, got <nil>", func() { WithClock(nilFake) })
 }
 
 func TestNewConfigWithoutOptionsDoesNotAllocate(t *testing.T) {

@@ -1,7 +1,5 @@
 package backoff
 
-import "errors"
-
 // Permanent marks err as not worth retrying: [Retry] returns at once when fn
 // returns it, and the queue's worker loop forgets the item instead of
 // requeueing it. Permanent(nil) is nil, so that
@@ -31,8 +29,10 @@ func (e *PermanentError) Error() string { return e.Err.Error() }
 func (e *PermanentError) Unwrap() error { return e.Err }
 
 // IsPermanent reports whether err, or any error it wraps, was marked with
-// [Permanent].
+// [Permanent]: whether errors.As finds a *PermanentError in err's chain
+// (through As methods too). [Retry] and [RunWorkers] classify errors the same
+// way, so an error IsPermanent reports is never retried.
 func IsPermanent(err error) bool {
-	var p *PermanentError
-	return errors.As(err, &p)
+	permanent, _, _ := inspectError(err)
+	return permanent
 }

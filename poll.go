@@ -33,8 +33,10 @@ import (
 //
 // Waits go through the clock given with [WithClock], on one timer reused for
 // every wait; a wait of 0 does not touch the clock. A panic in condition
-// propagates.
+// propagates; a nil ctx or condition panics at the call.
 func PollUntilContextCancel(ctx context.Context, interval time.Duration, immediate bool, condition ConditionWithContextFunc, opts ...Option) error {
+	mustNotBeNil("PollUntilContextCancel", "ctx", ctx == nil)
+	mustNotBeNil("PollUntilContextCancel", "condition", condition == nil)
 	return poll(ctx, newConfig(opts).clock, interval, immediate, condition)
 }
 
@@ -52,7 +54,14 @@ func PollUntilContextCancel(ctx context.Context, interval time.Duration, immedia
 // context.DeadlineExceeded once the timeout has passed, and its Deadline
 // reports the timeout's instant on that clock (or ctx's deadline if earlier).
 // With the real clock this is what context.WithTimeout would give.
+//
+// The timeout is a waiter of the clock for the whole call, besides the timer
+// of each wait: on a FakeClock, HasWaiters is true from the call on, and a
+// test that runs it on another goroutine waits for Waiters() == 2 before
+// stepping an interval (see [WithClock]).
 func PollUntilContextTimeout(ctx context.Context, interval, timeout time.Duration, immediate bool, condition ConditionWithContextFunc, opts ...Option) error {
+	mustNotBeNil("PollUntilContextTimeout", "ctx", ctx == nil)
+	mustNotBeNil("PollUntilContextTimeout", "condition", condition == nil)
 	clk := newConfig(opts).clock
 	tctx, stop := withClockTimeout(ctx, clk, timeout)
 	defer stop()

@@ -18,8 +18,6 @@ func WithName(name string) Option {
 //
 // WithLogger panics if l is nil.
 func WithLogger(l *slog.Logger) Option {
-	if l == nil {
-		panic("backoff: WithLogger: logger must not be nil")
-	}
+	mustNotBeNil("WithLogger", "l", l == nil)
 	return func(c *config) { c.queue.logger = l }
 }

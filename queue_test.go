@@ -365,9 +365,9 @@ func TestQueueCancelledGetterPassesWakeupOn(t *testing.T) {
 }
 
 func TestQueueConstructorsAndOptionsPanicOnBadInput(t *testing.T) {
-	assert.PanicsWithValue(t, "backoff: NewRateLimitingQueue: limiter must not be nil", func() {
+	assert.PanicsWithValue(t, "backoff: NewRateLimitingQueue: limiter must not be nil, got <nil>", func() {
 		backoff.NewRateLimitingQueue[int](nil)
 	})
-	assert.PanicsWithValue(t, "backoff: WithLogger: logger must not be nil", func() { backoff.WithLogger(nil) })
-	assert.PanicsWithValue(t, "backoff: WithMetrics: metrics must not be nil", func() { backoff.WithMetrics(nil) })
+	assert.PanicsWithValue(t, "backoff: WithLogger: l must not be nil, got <nil>", func() { backoff.WithLogger(nil) })
+	assert.PanicsWithValue(t, "backoff: WithMetrics: m must not be nil, got <nil>", func() { backoff.WithMetrics(nil) })
 }

@@ -15,7 +15,7 @@ import (
 // It behaves as client-go's workqueue.MaxOfRateLimiter, except that a
 // negative delay from a limiter of another package counts as 0 instead of
 // being returned, and the constructor copies the limiters and rejects nil
-// ones.
+// ones and an empty list.
 //
 // A MaxOfRateLimiter is safe for concurrent use if its limiters are, and adds
 // no allocation of its own. Its zero value has no limiters: When returns 0.
@@ -23,10 +23,13 @@ type MaxOfRateLimiter[T comparable] struct {
 	limiters []RateLimiter[T]
 }
 
-// NewMaxOfRateLimiter returns a [MaxOfRateLimiter] over limiters. With no
-// limiters, When always returns 0 and NumRequeues 0, as in client-go. A nil
-// limiter panics.
+// NewMaxOfRateLimiter returns a [MaxOfRateLimiter] over limiters. It panics
+// if a limiter is nil, or if there is none: client-go's returns 0 from every
+// When then, so a queue would requeue a failing item at once, in a hot loop.
 func NewMaxOfRateLimiter[T comparable](limiters ...RateLimiter[T]) *MaxOfRateLimiter[T] {
+	if len(limiters) == 0 {
+		badArgument("NewMaxOfRateLimiter", "limiters must hold at least one limiter", 0)
+	}
 	for i, l := range limiters {
 		if l == nil {
 			badArgument("NewMaxOfRateLimiter", "limiters["+strconv.Itoa(i)+"] must not be nil", l)

@@ -16,8 +16,8 @@ import "time"
 //     base. client-go computes in float64 and converts back: with a baseDelay
 //     of math.MaxInt64/4 its third delay is negative, which a queue takes as
 //     "now".
-//   - The constructor rejects a maxDelay below baseDelay (see
-//     [NewItemExponentialFailureRateLimiter]).
+//   - The constructor rejects a baseDelay of 0 (a hot requeue loop) and a
+//     maxDelay below baseDelay (see [NewItemExponentialFailureRateLimiter]).
 //   - [WithRequeueJitter] spreads the delays of items that fail together, and
 //     [WithMaxTrackedItems] bounds the memory of items never forgotten.
 //   - When, Forget and NumRequeues allocate nothing once the item is known,
@@ -52,15 +52,15 @@ func (s doublingDelays) after(n int) time.Duration {
 // [WithRequeueJitter] and [WithMaxTrackedItems] and ignores the other
 // options; it never reads the clock.
 //
-// A baseDelay of 0 makes every delay 0 while still counting failures (for
-// NumRequeues), as in client-go. A negative baseDelay or maxDelay panics, and
-// so does a maxDelay below baseDelay: client-go accepts the latter and
-// returns maxDelay for every failure, which is rarely what the caller meant;
-// the usual cause is swapped arguments, or a maxDelay of 0 meant as "no
-// limit".
+// A baseDelay ≤ 0 or a negative maxDelay panics, and so does a maxDelay
+// below baseDelay. client-go accepts a baseDelay of 0, which makes every
+// delay 0, so that a failing item is requeued at once, for ever, in a hot
+// loop; it accepts the latter too and returns maxDelay for every failure,
+// which is rarely what the caller meant: the usual cause is swapped
+// arguments, or a maxDelay of 0 meant as "no limit".
 func NewItemExponentialFailureRateLimiter[T comparable](baseDelay, maxDelay time.Duration, opts ...Option) *ItemExponentialFailureRateLimiter[T] {
 	const where = "NewItemExponentialFailureRateLimiter"
-	mustNotBeNegative(where, "baseDelay", baseDelay)
+	mustBePositive(where, "baseDelay", baseDelay)
 	mustNotBeNegative(where, "maxDelay", maxDelay)
 	if maxDelay < baseDelay {
 		badArgument(where, "maxDelay must not be less than baseDelay "+baseDelay.String(), maxDelay)

@@ -58,8 +58,6 @@ func TestItemExponentialBounds(t *testing.T) {
 		base, max time.Duration
 		want      []time.Duration
 	}{
-		{"zero base: always 0", 0, time.Hour, []time.Duration{0, 0, 0}},
-		{"zero both", 0, 0, []time.Duration{0, 0}},
 		{"max equals base", time.Second, time.Second, []time.Duration{time.Second, time.Second}},
 		// client-go: float64(MaxInt64/4)·4 rounds to 2^63, which is not
 		// > math.MaxInt64 as a float, and converts to a negative Duration.

@@ -32,7 +32,8 @@ func FuzzItemExponential(f *testing.F) {
 	f.Add(int64(0), int64(0), uint16(10), uint8(255))
 	f.Add(int64(3), int64(time.Hour), uint16(70), uint8(1))
 	f.Fuzz(func(t *testing.T, a, b int64, failures uint16, jitter uint8) {
-		base, maxDelay := time.Duration(min(abs64(a), abs64(b))), time.Duration(max(abs64(a), abs64(b)))
+		// The constructor rejects a base of 0 (a hot requeue loop).
+		base, maxDelay := time.Duration(max(min(abs64(a), abs64(b)), 1)), time.Duration(max(abs64(a), abs64(b), 1))
 		n := int(failures % 5000)
 		factor := float64(jitter) / 64 // 0 to about 4
 		plain := backoff.NewItemExponentialFailureRateLimiter[int](base, maxDelay)

@@ -148,8 +148,10 @@ func TestRateLimiterBadInput(t *testing.T) {
 		want string
 	}{
 		{"exponential negative baseDelay", func() { backoff.NewItemExponentialFailureRateLimiter[string](-1, time.Second) },
-			"backoff: NewItemExponentialFailureRateLimiter: baseDelay must not be negative, got -1ns"},
-		{"exponential negative maxDelay", func() { backoff.NewItemExponentialFailureRateLimiter[string](0, -time.Second) },
+			"backoff: NewItemExponentialFailureRateLimiter: baseDelay must be positive, got -1ns"},
+		{"exponential zero baseDelay", func() { backoff.NewItemExponentialFailureRateLimiter[string](0, time.Second) },
+			"backoff: NewItemExponentialFailureRateLimiter: baseDelay must be positive, got 0s"},
+		{"exponential negative maxDelay", func() { backoff.NewItemExponentialFailureRateLimiter[string](time.Millisecond, -time.Second) },
 			"backoff: NewItemExponentialFailureRateLimiter: maxDelay must not be negative, got -1s"},
 		{"exponential maxDelay below baseDelay", func() { backoff.NewItemExponentialFailureRateLimiter[string](2*time.Second, time.Second) },
 			"backoff: NewItemExponentialFailureRateLimiter: maxDelay must not be less than baseDelay 2s, got 1s"},

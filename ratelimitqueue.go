@@ -22,14 +22,23 @@ type RateLimitingQueue[T comparable] struct {
 // NewRateLimitingQueue returns an empty, running queue whose AddRateLimited
 // delays come from limiter, typically [DefaultControllerRateLimiter]. It
 // reads [WithClock], [WithMetrics], [WithName], [WithLogger] and
-// [WithRetryBudget]; the limiter has its own clock. It starts no goroutine.
+// [WithRetryBudget]. It starts no goroutine.
 //
-// NewRateLimitingQueue panics if limiter is nil.
+// The limiter has its own clock: pass the clock once, in one options slice
+// for both,
+//
+//	opts := []backoff.Option{backoff.WithClock(fc), backoff.WithName("pods")}
+//	q := backoff.NewRateLimitingQueue(backoff.DefaultControllerRateLimiter[string](opts...), opts...)
+//
+// NewRateLimitingQueue panics if limiter is nil, and if limiter is one of
+// this package's limiters that reads a clock (the default limiter, a bucket,
+// or a combination holding one) and that clock is not the queue's: a
+// FakeClock given to only one of them would leave the other on the real
+// clock. Limiters of other packages are not checked.
 func NewRateLimitingQueue[T comparable](limiter RateLimiter[T], opts ...Option) *RateLimitingQueue[T] {
-	if limiter == nil {
-		panic("backoff: NewRateLimitingQueue: limiter must not be nil")
-	}
+	mustNotBeNil("NewRateLimitingQueue", "limiter", isNilValue(limiter))
 	cfg := newConfig(opts)
+	mustShareClock("NewRateLimitingQueue", limiter, cfg.clock)
 	q := &RateLimitingQueue[T]{limiter: limiter, budget: cfg.budget.budget}
 	q.init(cfg)
 	return q

@@ -3,6 +3,7 @@ package backoff
 import (
 	"context"
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -146,7 +147,11 @@ func WithRetryable(retryable func(error) bool) Option {
 // # Attempts
 //
 // With s.Steps > 0, fn is called at most s.Steps times; with s.Steps ≤ 0,
-// until it succeeds, returns a [Permanent] error, or ctx is done. An error
+// until it succeeds, returns a [Permanent] error, or ctx is done. A schedule
+// that would retry without bound and without waiting (s.Steps ≤ 0 and
+// s.Duration ≤ 0, the zero Schedule among them) would spin: Retry follows
+// [DefaultRetry] instead (5 attempts, 10 ms apart). See [Schedule] for what
+// the zero Schedule means to the other functions. An error
 // marked with Permanent, or one that [WithRetryable]'s predicate rejects,
 // ends Retry at once and is returned as fn returned it (the Permanent mark
 // included: [IsPermanent] still reports it, and errors.Is sees through it).
@@ -177,8 +182,22 @@ func WithRetryable(retryable func(error) bool) Option {
 // the same way; one that succeeds returns nil.
 //
 // fn receives ctx. A panic in fn propagates. Retry allocates nothing per
-// attempt once its timer exists, beyond what fn and the hooks allocate.
+// attempt once its timer exists, beyond what fn and the hooks allocate. It
+// panics, before the first attempt, if ctx or fn is nil, if s.Factor is
+// +Inf while s.Cap ≤ 0, or if s.Jitter is above [MaxRetryJitter]: those
+// schedules ask for waits of centuries, which can only be a mistake.
+//
+// # Clock waiters
+//
+// Retry registers at most one waiter with its clock at a time: the timer of
+// the wait in progress, from just before [WithNotify]'s hook runs until the
+// wait ends. A test that runs Retry on another goroutine steps a FakeClock
+// once HasWaiters reports it (or from the notify hook, as the Examples do);
+// package backofftest's AutoStepClock does that for you.
 func Retry(ctx context.Context, s Schedule, fn func(context.Context) error, opts ...Option) error {
+	mustNotBeNil("Retry", "ctx", ctx == nil)
+	mustNotBeNil("Retry", "fn", fn == nil)
+	s = retrySchedule(s)
 	cfg := newConfig(opts)
 	rc := &cfg.retry
 	clk := cfg.clock
@@ -241,6 +260,31 @@ func Retry(ctx context.Context, s Schedule, fn func(context.Context) error, opts
 	}
 }
 
+// retrySchedule returns the schedule Retry follows for s: [DefaultRetry] for
+// one that would retry without bound and without ever waiting (the zero
+// Schedule among them), s otherwise. It panics on the two schedules whose
+// waits could only be a mistake: an infinite Factor without a Cap (the second
+// wait would be 292 years), and a Jitter above [MaxRetryJitter].
+func retrySchedule(s Schedule) Schedule {
+	if s.Steps <= 0 && s.Duration <= 0 {
+		return DefaultRetry
+	}
+	if math.IsInf(s.Factor, 1) && s.Cap <= 0 {
+		badArgument("Retry", "s.Factor must be finite when s.Cap is not set", s.Factor)
+	}
+	if s.Jitter > MaxRetryJitter {
+		badArgument("Retry", "s.Jitter must be at most "+strconv.Itoa(MaxRetryJitter), s.Jitter)
+	}
+	return s
+}
+
+// MaxRetryJitter is the largest Schedule.Jitter that [Retry] accepts: a wait
+// stretched by up to MaxRetryJitter times itself. A larger Jitter, such as
+// 1e308, would turn a 10 ms wait into centuries; Retry panics on it instead.
+// [Schedule.Step] and [ExponentialBackoff] accept any Jitter, as Kubernetes
+// does, and saturate instead of overflowing.
+const MaxRetryJitter = 10
+
 // stoppedByContext is Retry's error when ctx ended after the given number of
 // attempts.
 func stoppedByContext(ctx context.Context, attempts int, last error) error {
@@ -253,8 +297,10 @@ func stoppedByContext(ctx context.Context, attempts int, last error) error {
 
 // RetryValue is [Retry] for a fn that returns a value: it returns the value
 // of the successful attempt and nil, or the zero T and the error Retry
-// returns. Everything else is as for Retry.
+// returns. Everything else is as for Retry; it panics if ctx or fn is nil.
 func RetryValue[T any](ctx context.Context, s Schedule, fn func(context.Context) (T, error), opts ...Option) (T, error) {
+	mustNotBeNil("RetryValue", "ctx", ctx == nil)
+	mustNotBeNil("RetryValue", "fn", fn == nil)
 	var v T
 	err := Retry(ctx, s, func(ctx context.Context) error {
 		r, err := fn(ctx)

@@ -11,9 +11,10 @@ const DefaultMaxRetryAfter = 5 * time.Minute
 // RetryAfter marks err with a server's hint that the next attempt should wait
 // d, such as an HTTP Retry-After header: when fn returns it, [Retry] waits d
 // before the next attempt instead of what its Schedule says (without
-// jitter: the server chose the time). A negative d counts as 0, and a d
-// above the bound of [WithMaxRetryAfter] ([DefaultMaxRetryAfter] by default)
-// waits the bound.
+// jitter: the server chose the time). A d ≤ 0 is no hint: Retry waits what
+// its Schedule says, so a parser that returns 0 for a missing header cannot
+// make Retry retry at once. A d above the bound of [WithMaxRetryAfter]
+// ([DefaultMaxRetryAfter] by default) waits the bound.
 //
 // RetryAfter(d, nil) is nil, so that return backoff.RetryAfter(d, err) is
 // safe whether or not err is set. The hint survives wrapping with
@@ -21,7 +22,8 @@ const DefaultMaxRetryAfter = 5 * time.Minute
 // through it to err. Its message is err's.
 //
 // Retry reads the hint from the first error in err's chain (in the order
-// errors.As walks it) that has a method RetryAfter() time.Duration, so an
+// errors.As walks it, As methods included) whose method RetryAfter()
+// time.Duration returns more than 0, so an
 // error type of your own can carry a hint by defining that method;
 // [*RetryAfterError] is the one RetryAfter makes. The hint does not make an
 // error retryable: a [Permanent] error still ends Retry.
@@ -69,21 +71,34 @@ func (rc *retryConfig) hintLimit() time.Duration {
 	return DefaultMaxRetryAfter
 }
 
-// retryAfterHint is what an error implements to carry a Retry-After hint.
-type retryAfterHint interface{ RetryAfter() time.Duration }
+// retryAfterHint is what an error implements to carry a Retry-After hint. It
+// is an alias, so that an As method of a user's error can fill a target of
+// type *interface{ RetryAfter() time.Duration }.
+type retryAfterHint = interface{ RetryAfter() time.Duration }
 
 // inspectError walks err's chain once, in errors.As's order (depth first
 // through Unwrap() []error), and reports whether it holds a *PermanentError
-// and the first Retry-After hint. It is errors.As without the allocation
-// errors.As costs per call (its target escapes), so that Retry allocates
-// nothing per attempt; unlike errors.As it does not consult As methods.
+// and the first Retry-After hint above 0. It is the one classification of
+// errors that [Retry], [IsPermanent] and the worker loop share. It is
+// errors.As without the allocation errors.As costs per call (its target
+// escapes), so that Retry allocates nothing per attempt; like errors.As it
+// consults an error's As method, which is where it may allocate, only for
+// the errors of the chain that have one.
 func inspectError(err error) (permanent bool, hint time.Duration, hinted bool) {
 	for err != nil {
 		if _, ok := err.(*PermanentError); ok {
 			return true, hint, hinted
 		}
 		if h, ok := err.(retryAfterHint); ok && !hinted {
-			hint, hinted = h.RetryAfter(), true
+			hint, hinted = positiveHint(h)
+		}
+		if a, ok := err.(interface{ As(any) bool }); ok {
+			if asPermanent(a) {
+				return true, hint, hinted
+			}
+			if !hinted {
+				hint, hinted = asHint(a)
+			}
 		}
 		switch u := err.(type) {
 		case interface{ Unwrap() error }:
@@ -104,4 +119,35 @@ func inspectError(err error) (permanent bool, hint time.Duration, hinted bool) {
 		}
 	}
 	return false, hint, hinted
+}
+
+// positiveHint returns h's hint, and whether it is one: a hint ≤ 0 is no
+// hint, so that a parser's 0 for "no header" does not make Retry retry at
+// once.
+func positiveHint(h retryAfterHint) (time.Duration, bool) {
+	if d := h.RetryAfter(); d > 0 {
+		return d, true
+	}
+	return 0, false
+}
+
+// asPermanent reports whether a's As method yields a *PermanentError, as
+// errors.As would find it.
+func asPermanent(a interface{ As(any) bool }) bool {
+	var p *PermanentError
+	return a.As(&p)
+}
+
+// asHint returns the hint of the error a's As method yields, as errors.As
+// would find it: a *RetryAfterError, or any carrier of a hint.
+func asHint(a interface{ As(any) bool }) (time.Duration, bool) {
+	var ra *RetryAfterError
+	if a.As(&ra) && ra != nil {
+		return positiveHint(ra)
+	}
+	var h retryAfterHint
+	if a.As(&h) && h != nil {
+		return positiveHint(h)
+	}
+	return 0, false
 }

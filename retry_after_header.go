@@ -30,7 +30,8 @@ var httpDateLayouts = [...]string{
 // ok is false, and the duration 0, when the value is empty, unparsable,
 // negative ("-5" is not delay-seconds), a fraction, or further away than
 // [MaxParsedRetryAfter]: such a value is absent, not a reason to wait. A date
-// at or before now is usable and means "retry now": it returns 0, true.
+// at or before now is usable and means "no need to wait longer": it returns
+// 0, true, and [RetryAfter] with 0 leaves the Schedule's own wait in place.
 //
 // The usual use keeps the server's hint only when there is one:
 //

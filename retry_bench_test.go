@@ -3,6 +3,7 @@ package backoff_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -53,7 +54,11 @@ func (t *retryBenchTimer) Reset(time.Duration) bool {
 // Retry call that lasts b.N attempts, so that the per-call set-up is
 // amortised away and allocs/op is the per-attempt allocation: 0.
 func BenchmarkRetryAttempt(b *testing.B) {
-	hinted := backoff.RetryAfter(0, errFlaky)
+	hinted := backoff.RetryAfter(time.Millisecond, errFlaky)
+	// Unlimited attempts without waits: a schedule with no Steps and no
+	// Duration would mean DefaultRetry to Retry, so Steps is set, too high
+	// to be reached.
+	noWait := backoff.Schedule{Steps: math.MaxInt}
 	cases := []struct {
 		name     string
 		schedule backoff.Schedule
@@ -61,7 +66,7 @@ func BenchmarkRetryAttempt(b *testing.B) {
 		opts     []backoff.Option
 	}{
 		// No wait: the bookkeeping alone (delay, classification, checks).
-		{"zero-wait", backoff.Schedule{}, errFlaky, nil},
+		{"zero-wait", noWait, errFlaky, nil},
 		// A wait on every attempt, on a clock whose timers fire at once:
 		// timer Reset and select included.
 		{"timer", backoff.Schedule{Duration: time.Millisecond, Factor: 2, Jitter: 0.1, Cap: time.Second}, errFlaky,
@@ -70,8 +75,9 @@ func BenchmarkRetryAttempt(b *testing.B) {
 			[]backoff.Option{backoff.WithClock(retryBenchClock{}), backoff.WithJitterKind(backoff.FullJitter)}},
 		{"timer/decorrelated", backoff.Schedule{Duration: time.Millisecond, Factor: 3, Cap: time.Second}, errFlaky,
 			[]backoff.Option{backoff.WithClock(retryBenchClock{}), backoff.WithJitterKind(backoff.DecorrelatedJitter)}},
-		// A Retry-After hint on every error, wrapped: the error walk.
-		{"hint", backoff.Schedule{}, fmt.Errorf("get: %w", hinted), nil},
+		// A Retry-After hint on every error, wrapped: the error walk, and the
+		// hint's wait on a clock whose timers fire at once.
+		{"hint", noWait, fmt.Errorf("get: %w", hinted), []backoff.Option{backoff.WithClock(retryBenchClock{})}},
 		{"notify+budget", backoff.Schedule{Duration: time.Millisecond}, errFlaky,
 			[]backoff.Option{backoff.WithClock(retryBenchClock{}), backoff.WithMaxElapsedTime(time.Hour),
 				backoff.WithNotify(func(int, error, time.Duration) {})}},

@@ -8,6 +8,8 @@ import (
 
 	testclock "k8s.io/utils/clock/testing"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/retrykit/backoff"
 )
 
@@ -50,7 +52,7 @@ func FuzzRetryDelay(f *testing.F) {
 				bound = wtSatAdd(s.Cap, wtSatScale(s.Cap, jitter))
 			}
 		}
-		if useHint && !ignoreHints {
+		if useHint && !ignoreHints && hint > 0 { // a hint ≤ 0 is no hint
 			bound = hintLimit
 		}
 		fnErr := errFlaky
@@ -65,7 +67,15 @@ func FuzzRetryDelay(f *testing.F) {
 			}
 			fc.Step(next)
 		}))
-		err := backoff.Retry(context.Background(), s, func(context.Context) error { return fnErr }, opts...)
+		call := func() error {
+			return backoff.Retry(context.Background(), s, func(context.Context) error { return fnErr }, opts...)
+		}
+		if (math.IsInf(factor, 1) && s.Cap <= 0) || jitter > backoff.MaxRetryJitter {
+			// Waits of centuries: Retry rejects the schedule before any attempt.
+			assert.Panics(t, func() { _ = call() })
+			return
+		}
+		err := call()
 		if err == nil || waits != s.Steps-1 {
 			t.Fatalf("%d waits for %d steps, err %v", waits, s.Steps, err)
 		}

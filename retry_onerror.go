@@ -28,7 +28,7 @@ var DefaultRetry = Schedule{
 // however many Steps were left. New code should use [Retry] with [WithRetryable], which keeps
 // retrying at the cap, takes a context, and says how many attempts were
 // made. Waits go through the clock given with [WithClock]; a panic in fn
-// propagates.
+// propagates, and a nil fn panics at the call.
 //
 // With [WithRetryBudget], the first call of fn counts as a request and each
 // later one must be allowed by the budget, asked after the wait that
@@ -40,6 +40,7 @@ var DefaultRetry = Schedule{
 // retriable; this package does not depend on apimachinery's errors, so pass
 // that predicate yourself.
 func OnError(s Schedule, retriable func(error) bool, fn func() error, opts ...Option) error {
+	mustNotBeNil("OnError", "fn", fn == nil)
 	var last error // the last retriable error, reported instead of ErrWaitTimeout
 	gate := newBudgetGate(opts)
 	err := ExponentialBackoff(s, func() (bool, error) {

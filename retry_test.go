@@ -165,8 +165,15 @@ func TestRetryAfterHints(t *testing.T) {
 			[]time.Duration{0, 1000 * ms, 1020 * ms, 1060 * ms}},
 		{"a hint in a join", errors.Join(io.EOF, backoff.RetryAfter(time.Second, errFlaky)), nil,
 			[]time.Duration{0, 1000 * ms, 1020 * ms, 1060 * ms}},
-		{"a negative hint waits 0", backoff.RetryAfter(-time.Hour, errFlaky), nil,
-			[]time.Duration{0, 0, 20 * ms, 60 * ms}},
+		// A hint ≤ 0 is no hint: the schedule's wait, not an immediate retry
+		// (a parser's 0 for a missing header used to make Retry spin).
+		{"a negative hint is no hint", backoff.RetryAfter(-time.Hour, errFlaky), nil,
+			[]time.Duration{0, 10 * ms, 30 * ms, 70 * ms}},
+		{"a zero hint is no hint", backoff.RetryAfter(0, errFlaky), nil,
+			[]time.Duration{0, 10 * ms, 30 * ms, 70 * ms}},
+		{"a zero hint lets a later one in the chain through",
+			errors.Join(backoff.RetryAfter(0, io.EOF), backoff.RetryAfter(time.Second, errFlaky)), nil,
+			[]time.Duration{0, 1000 * ms, 1020 * ms, 1060 * ms}},
 		{"a huge hint waits DefaultMaxRetryAfter", backoff.RetryAfter(24*time.Hour, errFlaky), nil,
 			[]time.Duration{0, backoff.DefaultMaxRetryAfter, backoff.DefaultMaxRetryAfter + 20*ms, backoff.DefaultMaxRetryAfter + 60*ms}},
 		{"WithMaxRetryAfter bounds hints", backoff.RetryAfter(time.Hour, errFlaky),

@@ -17,12 +17,32 @@ import (
 // A Schedule is a plain value: [Retry], [ExponentialBackoff] and
 // [ExponentialBackoffWithContext] take it by value and step a copy, so one
 // Schedule can be shared by many callers. Step mutates it and is not safe for
-// concurrent use. The zero Schedule means no waits: Step returns 0 for ever,
-// and Retry and ExponentialBackoff, given Steps 0, behave as documented on
-// them.
+// concurrent use.
 //
-// The fields arrive at call time, often from configuration, so no value is
-// rejected: each is clamped as its comment says.
+// # One Schedule, three readers
+//
+// The same value means different things to the functions that take it, as
+// in Kubernetes; side by side:
+//
+//	                      Retry                      ExponentialBackoff, OnError   Step
+//	zero Schedule         DefaultRetry: 5 attempts,  no attempt: ErrWaitTimeout    0, for ever
+//	                      10 ms apart                (OnError: ErrWaitTimeout)
+//	Steps ≤ 0             unlimited attempts (but    no attempt                    the wait stops
+//	                      DefaultRetry if also                                     changing
+//	                      Duration ≤ 0)
+//	wait reaches Cap      keeps retrying at Cap      gives up (kubernetes#131122)  sets Steps to 0
+//	Factor +Inf, no Cap   panics                     waits saturate (292 years)    saturates
+//	Jitter > 10           panics (MaxRetryJitter)    saturates                     saturates
+//
+// Retry refuses to spin: a Schedule that would retry without bound and
+// without waiting gets [DefaultRetry]'s meaning instead. ExponentialBackoff
+// and OnError keep client-go's meaning, which cannot spin: Steps ≤ 0 makes
+// no attempt at all.
+//
+// The fields arrive at call time, often from configuration, so Step and
+// ExponentialBackoff reject no value: each is clamped as its comment says.
+// Retry panics only on the two combinations in the table whose waits would
+// be centuries.
 type Schedule struct {
 	// Duration is the first wait. A negative Duration counts as 0.
 	Duration time.Duration
@@ -143,9 +163,11 @@ type ConditionWithContextFunc func(context.Context) (done bool, err error)
 // (kubernetes#131122). {1s, ×2, Steps 10, Cap 3s} checks at 0s and 1s only,
 // and gives up at 3s. To keep retrying at the cap, use [Retry].
 //
-// A panic in condition propagates. ExponentialBackoff cannot be cancelled:
-// prefer [ExponentialBackoffWithContext].
+// A panic in condition propagates; a nil condition panics at the call.
+// ExponentialBackoff cannot be cancelled: prefer
+// [ExponentialBackoffWithContext].
 func ExponentialBackoff(s Schedule, condition ConditionFunc, opts ...Option) error {
+	mustNotBeNil("ExponentialBackoff", "condition", condition == nil)
 	return ExponentialBackoffWithContext(context.Background(), s, condition.WithContext(), opts...)
 }
 
@@ -160,8 +182,11 @@ func ExponentialBackoff(s Schedule, condition ConditionFunc, opts ...Option) err
 // It shares ExponentialBackoff's Cap quirk (kubernetes#131122): when the next
 // wait would reach s.Cap, it gives up after the wait in progress. Waits go through the clock
 // given with [WithClock], on one timer reused for every wait, and a wait of 0
-// does not touch the clock. A panic in condition propagates.
+// does not touch the clock. A panic in condition propagates; a nil ctx or
+// condition panics at the call.
 func ExponentialBackoffWithContext(ctx context.Context, s Schedule, condition ConditionWithContextFunc, opts ...Option) error {
+	mustNotBeNil("ExponentialBackoffWithContext", "ctx", ctx == nil)
+	mustNotBeNil("ExponentialBackoffWithContext", "condition", condition == nil)
 	clk := newConfig(opts).clock
 	var t clock.Timer
 	defer stopTimer(&t)

@@ -3,22 +3,58 @@ package backoff
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"time"
 )
 
-// The package's bad-input policy (see the package documentation): constructors
-// and Option functions panic on arguments outside their domain, with a message
-// that names the function and the parameter; values that arrive at call time
-// are clamped. The helpers below are the only way the package panics on input,
-// so that every such message has one shape:
+// The package's bad-input policy (see the package documentation): constructors,
+// Option functions and the entry points of the helpers panic on arguments
+// outside their domain (a nil function or context included), on the caller's
+// goroutine, with a message that names the function and the parameter; values
+// that arrive at call time are clamped. The helpers below are the only way the
+// package panics on input, so that every such message has one shape:
 //
 //	backoff: NewBackOff: initial must be positive, got -1s
+//	backoff: Retry: fn must not be nil, got <nil>
+//
+// (an invariant check that reports a bug of the package itself is not input,
+// and says "internal error" instead).
 
 // badArgument panics with the package's message for an argument outside its
 // domain. where names the function, problem says which parameter and what it
 // must be.
 func badArgument(where, problem string, got any) {
 	panic(fmt.Sprintf("backoff: %s: %s, got %v", where, problem, got))
+}
+
+// badUse panics with the package's message for a call the package cannot
+// serve, such as a method called on an unusable zero value: "backoff: where:
+// problem".
+func badUse(where, problem string) {
+	panic(fmt.Sprintf("backoff: %s: %s", where, problem))
+}
+
+// mustNotBeNil panics with "name must not be nil" if isNil is set. The caller
+// tests its own argument (fn == nil), so that a func or context is not
+// converted to an interface, which could make it escape on a hot path.
+func mustNotBeNil(where, name string, isNil bool) {
+	if isNil {
+		badArgument(where, name+" must not be nil", nil)
+	}
+}
+
+// isNilValue reports whether v is nil or holds a nil pointer, func, map,
+// slice, channel or interface: a typed nil, which passes a plain v == nil test
+// and crashes on first use.
+func isNilValue(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Func, reflect.Map, reflect.Slice, reflect.Chan, reflect.Interface, reflect.UnsafePointer:
+		return rv.IsNil()
+	}
+	return false
 }
 
 // mustBePositive panics unless d > 0.

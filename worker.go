@@ -66,13 +66,19 @@ func (p *handlerPanic) Error() string { return fmt.Sprintf("backoff: handler pan
 // workers process every queued item first (ShutDownWithDrain waits for
 // exactly that), then RunWorkers returns.
 //
-// RunWorkers panics if workers < 1, or if q or handle is nil.
+// RunWorkers registers no clock waiter of its own: idle workers block in
+// GetContext. The waiters on q's clock are the queue's (at most one, while
+// items wait for a delay; see [WithClock]).
+//
+// RunWorkers panics, on the caller's goroutine before it starts a worker,
+// if ctx, q or handle is nil, or if workers < 1.
 func RunWorkers[T comparable](ctx context.Context, q *RateLimitingQueue[T], workers int, handle func(ctx context.Context, item T) (Result, error)) {
+	const where = "RunWorkers"
+	mustNotBeNil(where, "ctx", ctx == nil)
+	mustNotBeNil(where, "q", q == nil)
+	mustNotBeNil(where, "handle", handle == nil)
 	if workers < 1 {
-		badArgument("RunWorkers", "workers must be at least 1", workers)
-	}
-	if q == nil || handle == nil {
-		panic("backoff: RunWorkers: queue and handler must not be nil")
+		badArgument(where, "workers must be at least 1", workers)
 	}
 	p := &workerPool[T]{ctx: ctx, q: q, handle: handle, allDone: make(chan struct{})}
 	p.live.Store(int64(workers))

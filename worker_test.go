@@ -211,10 +211,17 @@ func TestRunWorkersPanicsOnBadArguments(t *testing.T) {
 	assert.PanicsWithValue(t, "backoff: RunWorkers: workers must be at least 1, got 0", func() {
 		backoff.RunWorkers(context.Background(), q, 0, handle)
 	})
-	assert.PanicsWithValue(t, "backoff: RunWorkers: queue and handler must not be nil", func() {
+	assert.PanicsWithValue(t, "backoff: RunWorkers: handle must not be nil, got <nil>", func() {
 		backoff.RunWorkers(context.Background(), q, 1, nil)
 	})
-	assert.PanicsWithValue(t, "backoff: RunWorkers: queue and handler must not be nil", func() {
+	assert.PanicsWithValue(t, "backoff: RunWorkers: q must not be nil, got <nil>", func() {
 		backoff.RunWorkers[int](context.Background(), nil, 1, handle)
+	})
+	// A nil ctx used to crash the process from a worker goroutine, where the
+	// caller could not recover it; it now panics here, before any worker
+	// starts.
+	var nilCtx context.Context
+	assert.PanicsWithValue(t, "backoff: RunWorkers: ctx must not be nil, got <nil>", func() {
+		backoff.RunWorkers(nilCtx, q, 1, handle)
 	})
 }

@@ -71,7 +71,7 @@ func TestRetryAfterIgnored(t *testing.T) {
 		{"date without Date header", 503, []string{"Date", "", "Retry-After", date}, nil, 100 * time.Millisecond},
 		{"on a 502", 502, []string{"Retry-After", "7"}, nil, 100 * time.Millisecond},
 		{"on a 504", 504, []string{"Retry-After", "7"}, nil, 100 * time.Millisecond},
-		{"date in the past", 503, []string{"Date", date, "Retry-After", "Wed, 21 Oct 2015 07:28:00 GMT"}, nil, 0},
+		{"date in the past (no hint: the schedule)", 503, []string{"Date", date, "Retry-After", "Wed, 21 Oct 2015 07:28:00 GMT"}, nil, 100 * time.Millisecond},
 		{"bounded by WithMaxRetryAfter", 429, []string{"Retry-After", "3600"}, []backoff.Option{backoff.WithMaxRetryAfter(time.Minute)}, time.Minute},
 		{"default bound", 429, []string{"Retry-After", "86400"}, nil, backoff.DefaultMaxRetryAfter},
 		{"hints off", 503, []string{"Retry-After", "30"}, []backoff.Option{backoff.WithMaxRetryAfter(0)}, 100 * time.Millisecond},

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -12,14 +11,14 @@ import (
 	"github.com/retrykit/backoff"
 )
 
-// The per-key Backoff (client-go's flowcontrol.Backoff): seed 000's
-// ticker-gated work and seed 001's kubelet CrashLoopBackOff.
+// The per-key Backoff (client-go's flowcontrol.Backoff): work gated on a
+// ticker, and kubelet's CrashLoopBackOff.
 
 func init() {
-	register("backoff-000",
-		"NewBackOff(5s, 60s) gating work on a 1 s ticker: runs 1, 5, 10, 20, 40, 60, 60 s apart (the seed's 6, 11, 21, 41 s: see the note)",
+	register("backoff-ticker",
+		"client-go flowcontrol.Backoff, NewBackOff(5s, 60s), gating work on a 1 s ticker: runs 1, 5, 10, 20, 40, 60, 60 s apart (a real clock's log: 6, 11, 21, 41 s; see the note)",
 		runTickerGated)
-	register("crashloop-001",
+	register("kubelet-crashloop",
 		"kubelet CrashLoopBackOff, NewBackOff(10s, 300s): restarts 10, 20, 40, 80, 160, 300, 300 s after each crash; 10 s again after >10 min up",
 		runCrashLoop)
 }
@@ -27,15 +26,15 @@ func init() {
 // demoEpoch is where the fake clocks start; the tables print offsets from it.
 var demoEpoch = time.Date(2024, time.March, 1, 12, 0, 0, 0, time.UTC)
 
-// A tickerRun is one run of the work in seed 000's loop.
+// A tickerRun is one run of the work in the ticker-gated loop.
 type tickerRun struct {
 	at, gap, backoff time.Duration
 }
 
-// tickerGated runs seed 000's loop for n runs: a 1 s ticker; on each tick, if
+// tickerGated runs the ticker-gated loop for n runs: a 1 s ticker; on each tick, if
 // IsInBackOffSince(id, lastDo) skip, else do the work, Next(id, now), and
 // lastDo = now + lag. The gap is the time from the previous lastDo, as the
-// seed prints it.
+// loop logs it.
 func tickerGated(lag time.Duration, n int) []tickerRun {
 	clock := testingclock.NewFakeClock(demoEpoch)
 	b := backoff.NewBackOff(5*time.Second, 60*time.Second, backoff.WithClock(clock))
@@ -62,18 +61,20 @@ func tickerGated(lag time.Duration, n int) []tickerRun {
 func runTickerGated(w io.Writer) {
 	table := func(runs []tickerRun) {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "run\tat\tgap\tbackoff\t")
+		fmt.Fprintln(tw, "run\tat (s)\tgap (s)\tbackoff (s)\t")
 		for i, r := range runs {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t\n", i+1, secs(r.at), secs(r.gap), secs(r.backoff))
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t\n", i+1, seconds(r.at), seconds(r.gap), seconds(r.backoff))
 		}
 		tw.Flush()
 	}
 	fmt.Fprintln(w, "Ticks exactly on the second, lastDo = the tick's time:")
 	table(tickerGated(0, 7))
-	fmt.Fprintln(w, "The seed's real-clock log (1, 6, 11, 21, 41 s) read lastDo a moment after")
+	fmt.Fprintln(w, "The same loop on a real clock logs runs at 1, 6, 11, 21, 41 s: it read lastDo a moment after")
 	fmt.Fprintln(w, "the tick, so the tick at the window's end came a hair early relative to it,")
 	fmt.Fprintln(w, "was still in backoff, and the work slipped one tick. With a 1 ms lag:")
 	table(tickerGated(time.Millisecond, 6))
+	fmt.Fprintln(w, "Numbers: client-go's util/flowcontrol.Backoff (kubelet's image pull back-off uses the same")
+	fmt.Fprintln(w, "type), with the initial and maximum durations the caller picks, here 5 s and 60 s.")
 }
 
 // A crashRestart is one restart in the kubelet model.
@@ -119,21 +120,18 @@ var crashLoopRuns = []time.Duration{0, 0, 0, 0, 0, 0, 0, 10*time.Minute + time.S
 
 func runCrashLoop(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "restart\tat\twaited\tbackoff\tattempts\t  then")
+	fmt.Fprintln(tw, "restart\tat (s)\twaited (s)\tbackoff (s)\tattempts\t  then")
 	for i, r := range crashLoop(crashLoopRuns) {
 		then := "crashes at once"
 		if r.ranFor > 0 {
-			then = "runs " + r.ranFor.String()
+			then = "runs " + seconds(r.ranFor) + " s"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t  %s\n", i+1, secs(r.at), secs(r.waited), secs(r.backoff), r.attempts, then)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t  %s\n", i+1, seconds(r.at), seconds(r.waited), seconds(r.backoff), r.attempts, then)
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "Syncs every 1 s; waited = restart - FinishedAt. Restart 9 waits no time:")
 	fmt.Fprintln(w, "the entry was last updated 601 s before the crash (> 2×300 s), so it expired.")
-}
-
-// secs formats d in seconds (60s, not Duration's 1m0s), so that a column
-// reads uniformly.
-func secs(d time.Duration) string {
-	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s"
+	fmt.Fprintln(w, "Numbers: kubelet's container restart back-off, 10 s doubling to 300 s (kubelet's defaults")
+	fmt.Fprintln(w, "in Kubernetes releases to date; recent ones add alpha feature gates to lower them), on a")
+	fmt.Fprintln(w, "flowcontrol.Backoff, whose entries expire 2×300 s after their last update.")
 }

@@ -39,8 +39,8 @@ func TestCrashLoopWaits(t *testing.T) {
 
 func TestBackoffTimelinesPrint(t *testing.T) {
 	for _, tt := range []struct{ name, want string }{
-		{"backoff-000", "    7  196s  60s      60s\n"},
-		{"crashloop-001", "        9  1511s      0s      10s         1  crashes at once\n"},
+		{"backoff-ticker", "    7     196       60           60\n"},
+		{"kubelet-crashloop", "        9    1511           0           10         1  crashes at once\n"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var first, second bytes.Buffer

@@ -1,10 +1,13 @@
 // Command demo prints, instantly, the timelines that Kubernetes' retry
 // machinery is known for, reproduced by this library under a fake clock:
-// kubelet's CrashLoopBackOff, a controller's requeue backoff, the scheduler's
-// pod backoff. Nothing sleeps; every delay is a step of a FakeClock.
+// kubelet's CrashLoopBackOff, a controller's requeue backoff and
+// controller-runtime's observed log of it, the scheduler's pod backoff, and
+// Retry. Nothing sleeps; every delay is a step of a FakeClock. Every
+// duration is printed in seconds.
 //
-//	go run ./examples/demo            # every timeline
-//	go run ./examples/demo -only NAME # one of them (-list shows the names)
+//	go run ./examples/demo                   # every timeline
+//	go run ./examples/demo -list             # their names
+//	go run ./examples/demo -only controller  # the timelines whose name, or a word of it, starts so
 package main
 
 import (
@@ -13,6 +16,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 )
 
 // A timeline is one demonstration: it writes a small table to w.
@@ -31,7 +35,7 @@ func register(name, title string, run func(w io.Writer)) {
 }
 
 func main() {
-	only := flag.String("only", "", "run only the timeline with this name")
+	only := flag.String("only", "", "run only the timelines whose name, or a word of it (between dashes), starts with this")
 	list := flag.Bool("list", false, "list the timelines and exit")
 	flag.Parse()
 	if err := runTimelines(os.Stdout, *only, *list); err != nil {
@@ -40,24 +44,44 @@ func main() {
 	}
 }
 
+// matches reports whether the timeline named name is selected by only: only
+// is empty, or the name or one of its dash-separated words starts with it
+// ("requeue" selects controller-requeue, "controller" all three controller
+// timelines).
+func matches(name, only string) bool {
+	if only == "" || strings.HasPrefix(name, only) {
+		return true
+	}
+	for _, word := range strings.Split(name, "-") {
+		if strings.HasPrefix(word, only) {
+			return true
+		}
+	}
+	return false
+}
+
 func runTimelines(w io.Writer, only string, list bool) error {
 	sort.Slice(timelines, func(i, j int) bool { return timelines[i].name < timelines[j].name })
+	width := 0
+	for _, tl := range timelines {
+		width = max(width, len(tl.name))
+	}
 	ran := false
 	for _, tl := range timelines {
-		if list {
-			fmt.Fprintf(w, "%-14s %s\n", tl.name, tl.title)
+		if !matches(tl.name, only) {
 			continue
 		}
-		if only != "" && tl.name != only {
+		ran = true
+		if list {
+			fmt.Fprintf(w, "%-*s  %s\n", width, tl.name, tl.title)
 			continue
 		}
 		fmt.Fprintf(w, "== %s: %s\n", tl.name, tl.title)
 		tl.run(w)
 		fmt.Fprintln(w)
-		ran = true
 	}
-	if only != "" && !ran {
-		return fmt.Errorf("demo: no timeline named %q (try -list)", only)
+	if !ran {
+		return fmt.Errorf("demo: no timeline name or word starts with %q (try -list)", only)
 	}
 	return nil
 }

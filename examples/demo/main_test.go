@@ -47,3 +47,49 @@ func TestOnlyRunsOneTimeline(t *testing.T) {
 	require.Error(t, err)
 	assert.True(t, strings.Contains(err.Error(), `"nope"`))
 }
+
+// TestOnlyAcceptsPrefixes: -only selects by a prefix of the name or of a
+// word of it (before, only exact names: -only requeue failed).
+func TestOnlyAcceptsPrefixes(t *testing.T) {
+	for only, want := range map[string][]string{
+		"requeue":    {"controller-requeue"},
+		"controller": {"controller-ratelimiter", "controller-requeue", "controller-runtime-log"},
+		"kubelet":    {"kubelet-crashloop"},
+		"crash":      {"kubelet-crashloop"},
+		"sched":      {"scheduler-podbackoff"},
+		"retry":      {"retry"},
+	} {
+		out := runDemo(t, only, true)
+		var got []string
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			got = append(got, strings.Fields(line)[0])
+		}
+		assert.Equal(t, want, got, "-only %s", only)
+	}
+}
+
+// TestListIsAligned: every title starts in the same column (before, a name
+// longer than the padding pushed its title right).
+func TestListIsAligned(t *testing.T) {
+	lines := strings.Split(strings.TrimSpace(runDemo(t, "", true)), "\n")
+	require.Len(t, lines, len(timelines))
+	column := -1
+	for i, line := range lines {
+		title := strings.Index(line, timelines[i].title)
+		require.Positive(t, title, line)
+		if column < 0 {
+			column = title
+		}
+		assert.Equal(t, column, title, "title column of %q", timelines[i].name)
+	}
+}
+
+// TestNoInternalNames: the output speaks of Kubernetes components, not of
+// this project's files (before: crashloop-001, "the seed's log").
+func TestNoInternalNames(t *testing.T) {
+	out := runDemo(t, "", false) + runDemo(t, "", true)
+	for _, word := range []string{"seed", "-00"} {
+		assert.NotContains(t, out, word)
+	}
+	assert.Equal(t, 7, strings.Count(out, "\nNumbers: "), "every timeline says where its numbers come from")
+}

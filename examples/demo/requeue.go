@@ -14,18 +14,18 @@ import (
 	"github.com/retrykit/backoff"
 )
 
-// The workqueue: seed 003's controller requeue backoff, as the limiter
-// computes it and as the seed's controller logged it, and seed 004's
-// scheduler pod backoff.
+// The workqueue: a controller's requeue backoff, as the limiter computes it
+// and as a controller-runtime 0.5 controller logged it, and the scheduler's
+// pod backoff.
 
 func init() {
-	register("requeue-003",
+	register("controller-requeue",
 		"DefaultControllerRateLimiter through the queue: an item failing every time waits 5 ms, 10 ms, 20 ms … 655.36 s, then 1000 s",
 		runLimiterSeries)
-	register("requeue-003-log",
-		"the seed's controller log: a worker restarted by Until(worker, 1s) after each error retries 1 s ×8, then 1.28, 2.56 … 163.84 s",
+	register("controller-runtime-log",
+		"controller-runtime 0.5's observed log: a worker restarted by Until(worker, 1s) after each error retries 1 s ×8, then 1.28, 2.56 … 163.84 s",
 		runObservedLog)
-	register("podbackoff-004",
+	register("scheduler-podbackoff",
 		"the scheduler's pod backoff, 1 s doubling to 10 s by attempts: the queue moves each pod to ready at its backoff's expiry",
 		runPodBackoff)
 }
@@ -38,7 +38,7 @@ func seconds(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
 }
 
-// A limiterStep is one failure of seed 003's item: the delay the queue
+// A limiterStep is one failure of the controller-requeue item: the delay the queue
 // applied, and when the item became ready again.
 type limiterStep struct {
 	delay   time.Duration
@@ -76,6 +76,9 @@ func runLimiterSeries(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintln(w, "5 ms·2^n from the item-exponential part; 2^18·5 ms = 1310.72 s is capped at 1000 s.")
 	fmt.Fprintln(w, "The token bucket (10 qps, burst 100) never binds for a single item.")
+	fmt.Fprintln(w, "Numbers: client-go workqueue's DefaultControllerRateLimiter (5 ms doubling to 1000 s per")
+	fmt.Fprintln(w, "item, 10 qps with bursts of 100 overall), unchanged across client-go releases; it is")
+	fmt.Fprintln(w, "controller-runtime's default limiter.")
 }
 
 // notifyingClock is a FakeClock that tells the timeline's driver when a loop
@@ -111,7 +114,7 @@ func (t *notifyingTimer) Reset(d time.Duration) bool {
 	return active
 }
 
-// observedLog reproduces seed 003's log: controller-runtime 0.5 started each
+// observedLog reproduces a controller's log: controller-runtime 0.5 started each
 // worker with Until(worker, 1s); a worker's loop ended at the first failed
 // reconcile (after AddRateLimited and Done), so Until restarted it 1 s
 // later, and the restarted worker then blocked in Get until the item's delay
@@ -197,11 +200,14 @@ func runObservedLog(w io.Writer) {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t\n", i+1, seconds(at), seconds(gap), seconds(delay), why)
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "The seed's log, from a real clock: 1.001, 1.000 … (8 gaps of about 1 s), then 1.280, 2.536,")
-	fmt.Fprintln(w, "5.120, 10.241, 20.480, 40.960, 81.921, 163.840 s.")
+	fmt.Fprintln(w, "The gaps such a controller logged on a real clock: 1.001, 1.000 … (8 gaps of about 1 s),")
+	fmt.Fprintln(w, "then 1.280, 2.536, 5.120, 10.241, 20.480, 40.960, 81.921, 163.840 s.")
+	fmt.Fprintln(w, "Numbers: controller-runtime 0.5 (for Kubernetes 1.17) started each worker with")
+	fmt.Fprintln(w, "wait.Until(worker, 1s), and a worker returned after a failed reconcile; later versions")
+	fmt.Fprintln(w, "keep the worker running, and follow the limiter alone (see controller-requeue).")
 }
 
-// A podAttempt is one failed scheduling attempt of seed 004's pod.
+// A podAttempt is one failed scheduling attempt of the scheduler-podbackoff pod.
 type podAttempt struct {
 	attempt  int
 	failedAt time.Duration // since requeueEpoch
@@ -238,7 +244,7 @@ func podBackoff(attempts int, took time.Duration) []podAttempt {
 		flush := (ready + time.Second - 1) / time.Second * time.Second // the next whole-second tick
 		out = append(out, podAttempt{attempt: n, failedAt: failed, backoff: d, readyAt: ready, flushAt: flush})
 		if q.Len() != 1 {
-			panic("podbackoff-004: the pod is not ready at its backoff's expiry")
+			panic("scheduler-podbackoff: the pod is not ready at its backoff's expiry")
 		}
 	}
 	return out
@@ -255,4 +261,6 @@ func runPodBackoff(w io.Writer) {
 	fmt.Fprintln(w, "Each scheduling attempt takes 300 ms. The scheduler flushes its backoff queue every 1 s")
 	fmt.Fprintln(w, "(wait.Until(flushBackoffQCompleted, 1s)), so a pod can wait up to 1 s past its backoff;")
 	fmt.Fprintln(w, "the delaying queue's one timer moves it at the expiry itself.")
+	fmt.Fprintln(w, "Numbers: kube-scheduler's defaults podInitialBackoffSeconds 1 and podMaxBackoffSeconds 10")
+	fmt.Fprintln(w, "(KubeSchedulerConfiguration), and its 1 s flush of the backoff queue.")
 }

@@ -62,39 +62,43 @@ func TestTimelineNumbers(t *testing.T) {
 
 // The expected numbers, line by line (see numbers). They are Kubernetes'
 // series, reproduced: NewBackOff(5s, 60s) on a 1 s ticker; kubelet's
-// crash loop (10 s doubling to 300 s, reset after 2×300 s); seed 003's 5 ms·2^n
-// capped at 1000 s, and its log; seed 004's pod backoff, 1 s doubling to 10 s.
+// crash loop (10 s doubling to 300 s, reset after 2×300 s); client-go's
+// controller limiter, 5 ms·2^n capped at 1000 s, and controller-runtime's
+// observed log; kube-scheduler's pod backoff, 1 s doubling to 10 s. Each ends
+// with the numbers of its "Numbers:" line.
 const wantTickerGated = `
-1 1s 1s 5s
-2 6s 5s 10s
-3 16s 10s 20s
-4 36s 20s 40s
-5 76s 40s 60s
-6 136s 60s 60s
-7 196s 60s 60s
+1 1 1 5
+2 6 5 10
+3 16 10 20
+4 36 20 40
+5 76 40 60
+6 136 60 60
+7 196 60 60
 1 6 11 21 41
 1
-1 1s 1s 5s
-2 7s 5.999s 10s
-3 18s 10.999s 20s
-4 39s 20.999s 40s
-5 80s 40.999s 60s
-6 141s 60.999s 60s
+1 1 1 5
+2 7 5.999 10
+3 18 10.999 20
+4 39 20.999 40
+5 80 40.999 60
+6 141 60.999 60
+5 60
 `
 const wantCrashLoop = `
-1 0s 0s 10s 1
-2 10s 10s 20s 2
-3 30s 20s 40s 3
-4 70s 40s 80s 4
-5 150s 80s 160s 5
-6 310s 160s 300s 6
-7 610s 300s 300s 7
-8 910s 300s 300s 8 10m1s
-9 1511s 0s 10s 1
-10 1521s 10s 20s 2
-11 1541s 20s 40s 3
+1 0 0 10 1
+2 10 10 20 2
+3 30 20 40 3
+4 70 40 80 4
+5 150 80 160 5
+6 310 160 300 6
+7 610 300 300 7
+8 910 300 300 8 601
+9 1511 0 10 1
+10 1521 10 20 2
+11 1541 20 40 3
 1 9
 601
+10 300
 `
 const wantLimiterSeries = `
 1 0.005 0.005
@@ -121,6 +125,8 @@ const wantLimiterSeries = `
 22 1000 5310.715
 5 2^18·5 1310.72 1000
 10 100
+5 1000
+10 100
 `
 const wantObservedLog = `
 1 0
@@ -140,8 +146,10 @@ const wantObservedLog = `
 15 88.64 40.96 40.96
 16 170.56 81.92 81.92
 17 334.4 163.84 163.84
-1.001 1.000 8 1 1.280 2.536
-5.120 10.241 20.480 40.960 81.921 163.840
+1.001 1.000 8 1
+1.280 2.536 5.120 10.241 20.480 40.960 81.921 163.840
+0.5 1.17
+1s
 `
 const wantPodBackoff = `
 1
@@ -154,4 +162,6 @@ const wantPodBackoff = `
 7 37.1 10 47.1 48
 300 1
 1s 1
+1 10
+1
 `
