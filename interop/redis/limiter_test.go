@@ -215,6 +215,11 @@ func TestConstructorsRejectBadArguments(t *testing.T) {
 		"brace prefix": func() { backoffredis.WithPrefix("a}") },
 		"zero timeout": func() { backoffredis.WithTimeout(0) },
 		"replicas":     func() { backoffredis.WithExpectedReplicas(0) },
+		"zero base delay": func() {
+			// A base of 0 would requeue a failing item in a hot loop; the
+			// library's rule, which this constructor applies.
+			backoffredis.NewItemExponentialFailureRateLimiter[string](c, "x", 0, time.Second)
+		},
 		"delays": func() {
 			backoffredis.NewItemExponentialFailureRateLimiter[string](c, "x", time.Second, time.Millisecond)
 		},

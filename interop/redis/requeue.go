@@ -58,8 +58,8 @@ type ItemExponentialFailureRateLimiter[T comparable] struct {
 // [ItemExponentialFailureRateLimiter] whose delays start at baseDelay and
 // double with each failure of an item, up to maxDelay, exactly as
 // backoff.NewItemExponentialFailureRateLimiter's. It panics if client is nil,
-// name is empty or contains '{' or '}', baseDelay or maxDelay is negative, or
-// maxDelay is below baseDelay.
+// name is empty or contains '{' or '}', baseDelay is not positive, maxDelay is
+// negative, or maxDelay is below baseDelay.
 func NewItemExponentialFailureRateLimiter[T comparable](client goredis.UniversalClient, name string, baseDelay, maxDelay time.Duration, opts ...Option) *ItemExponentialFailureRateLimiter[T] {
 	const where = "NewItemExponentialFailureRateLimiter"
 	if client == nil {

@@ -57,10 +57,6 @@ func TestRequeueDelaysSaturateAtMaxDelay(t *testing.T) {
 	for _, d := range got[4:] {
 		assert.Equal(t, 10*time.Second, d)
 	}
-	zero := backoffredis.NewItemExponentialFailureRateLimiter[int](s.client(), "zero", 0, time.Second, generous)
-	assert.Zero(t, zero.When(1))
-	assert.Zero(t, zero.When(1))
-	assert.Equal(t, 2, zero.NumRequeues(1))
 }
 
 type podKey struct{ ns, name string }
