@@ -75,7 +75,9 @@ func (q *Queue[T]) addAfterLocked(item T, d time.Duration, now int64) {
 // addAfterPrioLocked is addAfterLocked at priority prio.
 func (q *Queue[T]) addAfterPrioLocked(item T, d time.Duration, now int64, prio int) {
 	if d <= 0 {
-		prio = max(prio, q.removeWaitingLocked(item, now))
+		if p, waited := q.removeWaitingLocked(item, now); waited {
+			prio = max(prio, p)
+		}
 		q.enqueuePrioLocked(item, q.states.Hash(item), now, prio)
 	} else {
 		q.waitLocked(item, int64(addDuration(time.Duration(now), d)), now, prio)

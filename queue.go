@@ -139,8 +139,8 @@ func (q *Queue[T]) Add(item T) {
 	if q.shuttingDown {
 		return
 	}
-	prio := q.unwaitLocked(item)
-	q.enqueuePrioLocked(item, hash, q.joinTimeLocked(), prio)
+	prio, _ := q.unwaitLocked(item)
+	q.enqueuePrioLocked(item, hash, q.joinTimeLocked(), max(prio, 0))
 }
 
 // enqueueLocked marks item, whose hash is hash, dirty and, unless it is

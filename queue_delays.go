@@ -77,14 +77,14 @@ func (q *Queue[T]) promoteDueAtLocked(now int64) {
 
 // unwaitLocked queues what is due and takes item out of the wait, for an Add
 // of item: the item runs once, now (kubernetes#126027). It returns the
-// priority the item waited with, 0 if it did not wait.
-func (q *Queue[T]) unwaitLocked(item T) int {
+// priority the item waited with and whether it waited.
+func (q *Queue[T]) unwaitLocked(item T) (int, bool) {
 	if q.delays.waiting.Len() > 0 {
 		now := q.nowLocked()
 		q.promoteDueAtLocked(now)
 		return q.removeWaitingLocked(item, now)
 	}
-	return 0
+	return 0, false
 }
 
 // waitLocked makes item wait until at, or until its current ready time if
@@ -99,14 +99,14 @@ func (q *Queue[T]) waitLocked(item T, at, now int64, prio int) {
 }
 
 // removeWaitingLocked takes item out of the wait, if it waits, at time now,
-// and returns the priority it waited with (0 if it did not wait).
-func (q *Queue[T]) removeWaitingLocked(item T, now int64) int {
+// and returns the priority it waited with and whether it waited.
+func (q *Queue[T]) removeWaitingLocked(item T, now int64) (int, bool) {
 	d := &q.delays
 	if d.waiting.Len() > 0 && d.waiting.Remove(item) {
 		d.arm(now)
-		return q.prios.unwait(item)
+		return q.prios.unwait(item), true
 	}
-	return 0
+	return 0, false
 }
 
 // arm keeps the timer's invariant: armed, for the earliest ready time,
