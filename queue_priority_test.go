@@ -2,6 +2,9 @@ package backoff_test
 
 import (
 	"context"
+	"errors"
+	"io"
+	"log/slog"
 	"fmt"
 	"strings"
 	"testing"
@@ -317,4 +320,40 @@ func TestMaxReadyWaitOldestOverdueFirst(t *testing.T) {
 	q.AddWithOptions(at(100), "high")
 	fc.Step(2 * time.Second) // both overdue, added at the same time: the higher first
 	assert.Equal(t, []string{"high@100", "mid@-50"}, getAll[string](t, q))
+}
+
+func TestRunWorkersRequeuesAtPriority(t *testing.T) {
+	fc := newQueueClock()
+	l := newQLimiter[string](func(int) time.Duration { return time.Minute })
+	q := backoff.NewRateLimitingQueue[string](l, backoff.WithClock(fc),
+		backoff.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	q.AddWithOptions(at(5), "err")
+	q.AddWithOptions(at(-100), "keep", "set")
+	q.AddWithOptions(at(3), "after", "after-set")
+	q.AddWithOptions(at(-1000), "end")
+	ctx, cancel := context.WithCancel(context.Background())
+	var seen []string
+	backoff.RunWorkers(ctx, q, 1, func(_ context.Context, item string) (backoff.Result, error) {
+		seen = append(seen, item)
+		switch item {
+		case "err":
+			return backoff.Result{Priority: 9}, errors.New("transient") // an error keeps the priority
+		case "keep":
+			return backoff.Result{Requeue: true}, nil
+		case "set":
+			return backoff.Result{Requeue: true, Priority: 7}, nil
+		case "after":
+			return backoff.Result{RequeueAfter: time.Hour}, nil
+		case "after-set":
+			return backoff.Result{RequeueAfter: time.Hour, Priority: -1}, nil
+		}
+		cancel()
+		return backoff.Result{}, nil
+	})
+	assert.Equal(t, []string{"err", "after", "after-set", "keep", "set", "end"}, seen, "highest priority first")
+	got := map[string]int{}
+	for _, w := range q.TakeWaiting() {
+		got[w.Item] = w.Priority
+	}
+	assert.Equal(t, map[string]int{"err": 5, "keep": -100, "set": 7, "after": 3, "after-set": -1}, got)
 }
