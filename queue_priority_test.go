@@ -3,9 +3,9 @@ package backoff_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
