@@ -372,14 +372,15 @@ func (q *Queue[T]) addWithOptions(o AddOptions, limiter RateLimiter[T], items []
 	}
 }
 
-// raisePendingLocked applies o to an item whose run is pending: its
+// raisePendingLocked applies o to an item whose run is pending, for
+// AddWithOptions and AddRateLimited, which do not ask the limiter then: its
 // priority rises to o.Priority if that is higher, and, if it waits, its
 // ready time comes to now+o.After if that is earlier.
 func (q *Queue[T]) raisePendingLocked(item T, o AddOptions, now int64) {
 	if q.delays.waiting.Contains(item) {
 		if o.After > 0 {
 			q.waitLocked(item, int64(addDuration(time.Duration(now), o.After)), now, o.Priority)
-		} else if o.Priority != 0 {
+		} else if o.Priority != 0 || q.prios.waitingUsed() {
 			q.prios.wait(item, o.Priority, true)
 		}
 	}

@@ -59,6 +59,7 @@ func (q *RateLimitingQueue[T]) AddRateLimited(item T) {
 	now := q.nowLocked()
 	q.promoteDueAtLocked(now) // an item that is due counts as queued, not waiting
 	if q.queuedOrWaitingLocked(item) {
+		q.raisePendingLocked(item, AddOptions{}, now) // a pending run at a negative priority rises to 0
 		return
 	}
 	q.addAfterLocked(item, q.limiter.When(item), now)
