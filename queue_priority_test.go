@@ -327,7 +327,7 @@ func TestRunWorkersRequeuesAtPriority(t *testing.T) {
 	l := newQLimiter[string](func(int) time.Duration { return time.Minute })
 	q := backoff.NewRateLimitingQueue[string](l, backoff.WithClock(fc),
 		backoff.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	q.AddWithOptions(at(5), "err")
+	q.AddWithOptions(at(5), "err", "err-set")
 	q.AddWithOptions(at(-100), "keep", "set")
 	q.AddWithOptions(at(3), "after", "after-set")
 	q.AddWithOptions(at(-1000), "end")
@@ -337,7 +337,9 @@ func TestRunWorkersRequeuesAtPriority(t *testing.T) {
 		seen = append(seen, item)
 		switch item {
 		case "err":
-			return backoff.Result{Priority: 9}, errors.New("transient") // an error keeps the priority
+			return backoff.Result{}, errors.New("transient") // an error keeps the priority
+		case "err-set":
+			return backoff.Result{Priority: 9}, errors.New("transient")
 		case "keep":
 			return backoff.Result{Requeue: true}, nil
 		case "set":
@@ -350,10 +352,10 @@ func TestRunWorkersRequeuesAtPriority(t *testing.T) {
 		cancel()
 		return backoff.Result{}, nil
 	})
-	assert.Equal(t, []string{"err", "after", "after-set", "keep", "set", "end"}, seen, "highest priority first")
+	assert.Equal(t, []string{"err", "err-set", "after", "after-set", "keep", "set", "end"}, seen, "highest priority first")
 	got := map[string]int{}
 	for _, w := range q.TakeWaiting() {
 		got[w.Item] = w.Priority
 	}
-	assert.Equal(t, map[string]int{"err": 5, "keep": -100, "set": 7, "after": 3, "after-set": -1}, got)
+	assert.Equal(t, map[string]int{"err": 5, "err-set": 9, "keep": -100, "set": 7, "after": 3, "after-set": -1}, got)
 }

@@ -23,11 +23,11 @@ type Result struct {
 	// count; it takes precedence over Requeue. Zero or negative means no
 	// timed requeue.
 	RequeueAfter time.Duration
-	// Priority, if not zero, is the priority at which Requeue and
-	// RequeueAfter queue the item again (see [AddOptions]); zero keeps the
-	// priority the item was handed out with, as does a requeue after an
-	// error. As a plain int, it cannot ask for priority 0 for an item
-	// handed out at another priority (controller-runtime's *int can).
+	// Priority, if not zero, is the priority at which the item is queued
+	// again, after Requeue, RequeueAfter or an error (see [AddOptions]);
+	// zero keeps the priority the item was handed out with. As a plain int,
+	// it cannot ask for priority 0 for an item handed out at another
+	// priority (controller-runtime's *int can).
 	Priority int
 }
 
@@ -55,7 +55,8 @@ func (p *handlerPanic) Error() string { return fmt.Sprintf("backoff: handler pan
 //   - no error and Result.Requeue: AddRateLimited(item);
 //   - no error otherwise: Forget(item);
 //
-// and then always Done(item). A panic in handle, or a runtime.Goexit, is an
+// and then always Done(item). Requeues keep the priority the item was handed
+// out with ([Queue.GetWithPriority]), unless Result.Priority sets one. A panic in handle, or a runtime.Goexit, is an
 // error for that item: it is logged with its stack and the item is requeued
 // with AddRateLimited. The worker survives, so the pool keeps its size. An
 // error returned because ctx ended (context.Canceled, DeadlineExceeded) is
@@ -161,7 +162,7 @@ func (p *workerPool[T]) settle(item T, prio int, res Result, err error) {
 		q.Forget(item)
 		p.logFailure("backoff: item failed permanently; not requeued", item, err)
 	case err != nil:
-		q.addRateLimitedAt(item, prio)
+		q.addRateLimitedAt(item, res.priorityOr(prio))
 		if p.ctx.Err() == nil || !(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 			p.logFailure("backoff: item failed; requeued with backoff", item, err,
 				slog.Int("requeues", q.NumRequeues(item)))
