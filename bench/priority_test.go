@@ -23,13 +23,17 @@ type prioQueue interface {
 	ShutDown()
 }
 
-type oursPrio struct{ *backoff.RateLimitingQueue[int] }
+type oursPrio struct {
+	*backoff.RateLimitingQueue[int]
+}
 
 func (q oursPrio) AddAt(item, prio int) {
 	q.AddWithOptions(backoff.AddOptions{Priority: prio}, item)
 }
 
-type crPrio struct{ priorityqueue.PriorityQueue[int] }
+type crPrio struct {
+	priorityqueue.PriorityQueue[int]
+}
 
 func (q crPrio) AddAt(item, prio int) {
 	q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(prio)}, item)
