@@ -172,7 +172,9 @@ func (q *Queue[T]) enqueueLocked(item T, hash uint64, at int64) {
 // prio with join time at, and wakes one getter.
 func (q *Queue[T]) pushReadyLocked(item T, hash uint64, at int64, prio int) {
 	e := readyEntry[T]{item: item, at: at, hash: hash}
-	if prio != 0 || q.prios.used() {
+	if prio != 0 || q.prios.stale > 0 {
+		// Without stale entries, an item pushed at priority 0 has no meta
+		// (see priorities.meta): no lookup.
 		e.gen = q.prios.pushed(item, prio)
 	}
 	q.ready.Push(prio, e)

@@ -132,6 +132,10 @@ func (p *priorities[T]) setPending(item T, prio, entries int) {
 		m.entries = entries
 	}
 	m.prio = prio
+	if m.entries == 0 && prio == 0 {
+		delete(p.meta, item) // an item has meta only while it needs it
+		return
+	}
 	p.meta[item] = m
 }
 
@@ -271,9 +275,24 @@ func (q *Queue[T]) popReadyLocked() (readyEntry[T], int) {
 		} else {
 			e, prio = q.ready.Pop()
 		}
-		if !q.prios.used() || q.prios.popped(&e) {
+		// An entry of generation 0 has no meta unless an item rose since
+		// it was pushed, which leaves a stale entry: no lookup.
+		if (e.gen == 0 && q.prios.stale == 0) || q.prios.popped(&e) {
+			if q.prios.stale > 0 && q.readyLenLocked() == 0 {
+				q.dropStaleLocked()
+			}
 			return e, prio
 		}
+	}
+}
+
+// dropStaleLocked empties the levels, which hold only stale entries, so
+// that the items they refer to and their meta are not kept until the next
+// Get.
+func (q *Queue[T]) dropStaleLocked() {
+	for q.ready.Len() > 0 {
+		e, _ := q.ready.Pop()
+		q.prios.popped(&e)
 	}
 }
 
