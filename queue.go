@@ -73,8 +73,11 @@ type Queue[T comparable] struct {
 	delays  delays[T]                    // items waiting for their ready time (queue_delays.go)
 	starts  map[T]int64                  // when each processing item was handed out; only with metrics
 	metrics QueueMetrics                 // nil when there are none
-	clock   clock.WithDelayedExecution
-	epoch   time.Time // clock time 0 of the int64 times of the queue
+	// prioDepths is set when metrics is a PriorityDepthMetrics
+	// (queue_priority_metrics.go).
+	prioDepths *priorityDepths
+	clock      clock.WithDelayedExecution
+	epoch      time.Time // clock time 0 of the int64 times of the queue
 
 	wake func() // wakes every getter; the GetContext callback, made once
 
@@ -118,6 +121,7 @@ func (q *Queue[T]) init(cfg config) {
 	if m := cfg.queue.metrics; m != nil {
 		if _, nop := m.(NopQueueMetrics); !nop {
 			q.metrics = m
+			q.initPriorityDepths(m)
 			q.starts = make(map[T]int64)
 			m.TrackProcessing(q.processingTimes)
 		}
@@ -180,6 +184,9 @@ func (q *Queue[T]) pushReadyLocked(item T, hash uint64, at int64, prio int) {
 	q.ready.Push(prio, e)
 	if q.metrics != nil {
 		q.setDepthLocked()
+		if q.prioDepths != nil {
+			q.prioDepths.add(prio, 1)
+		}
 	}
 	q.cond.Signal()
 }
@@ -284,6 +291,9 @@ func (q *Queue[T]) get(ctx context.Context) (item T, prio int, err error) {
 		now := q.nowLocked()
 		q.starts[e.item] = now
 		q.setDepthLocked()
+		if q.prioDepths != nil {
+			q.prioDepths.add(prio, -1)
+		}
 		q.metrics.ObserveLatency(time.Duration(now - e.at))
 	}
 	return e.item, prio, nil

@@ -243,6 +243,9 @@ func (q *Queue[T]) enqueueGeneralLocked(item T, hash uint64, at int64, prio int)
 		}
 		// Queued at a lower priority: its entry goes stale, and a new one
 		// joins the end of the new level.
+		if q.prioDepths != nil {
+			q.prioDepths.add(q.prios.pending(item), -1)
+		}
 		q.prios.setPending(item, prio, 1)
 		q.prios.stale++
 		q.pushReadyLocked(item, hash, at, prio)

@@ -359,3 +359,35 @@ func TestRunWorkersRequeuesAtPriority(t *testing.T) {
 	}
 	assert.Equal(t, map[string]int{"err": 5, "err-set": 9, "keep": -100, "set": 7, "after": 3, "after-set": -1}, got)
 }
+
+// prioDepthRecorder records the last depth reported per priority label.
+type prioDepthRecorder struct {
+	backoff.NopQueueMetrics
+	depth  int
+	depths map[string]int
+}
+
+func (r *prioDepthRecorder) SetDepth(n int) { r.depth = n }
+
+func (r *prioDepthRecorder) SetPriorityDepth(p string, n int) { r.depths[p] = n }
+
+func TestPriorityDepthMetrics(t *testing.T) {
+	m := &prioDepthRecorder{depths: map[string]int{}}
+	q := backoff.NewDelayingQueue[int](backoff.WithMetrics(m))
+	defer q.ShutDown()
+	q.AddWithOptions(at(-100), 1, 2)
+	q.Add(3)
+	q.AddWithOptions(at(0), 1) // raised
+	assert.Equal(t, map[string]int{"-100": 1, "0": 2}, m.depths)
+	assert.Equal(t, 3, m.depth, "a raised item counts once")
+	item, _, _ := q.GetWithPriority()
+	q.Done(item)
+	assert.Equal(t, map[string]int{"-100": 1, "0": 1}, m.depths)
+
+	getAll[int](t, q)
+	for p := range backoff.MaxPriorityLabels + 4 {
+		q.AddWithOptions(at(p+1), 100+p)
+	}
+	assert.Len(t, m.depths, backoff.MaxPriorityLabels+1, "labels are bounded")
+	assert.Equal(t, 6, m.depths[backoff.OtherPriorityLabel], "-100 and 0 took two labels: 6 priorities share the other label")
+}
