@@ -32,7 +32,17 @@ type QueueMetrics struct {
 	probes []func() (unfinished, longest time.Duration)
 }
 
-var _ backoff.QueueMetrics = (*QueueMetrics)(nil)
+var (
+	_ backoff.QueueMetrics         = (*QueueMetrics)(nil)
+	_ backoff.PriorityDepthMetrics = (*QueueMetrics)(nil)
+)
+
+// SetPriorityDepth sets workqueue_priority_depth of priority to n. Unlike
+// the other methods it looks its series up by label on every call, which
+// takes the vector's read lock and, for a new priority, allocates it.
+func (q *QueueMetrics) SetPriorityDepth(priority string, n int) {
+	q.m.priorityDepth.WithLabelValues(q.name, priority).Set(float64(n))
+}
 
 // SetDepth sets workqueue_depth to n.
 func (q *QueueMetrics) SetDepth(n int) { q.depth.Set(float64(n)) }
@@ -92,4 +102,5 @@ func (q *QueueMetrics) Delete() {
 	m.latency.DeleteLabelValues(q.name)
 	m.work.DeleteLabelValues(q.name)
 	m.retries.DeleteLabelValues(q.name)
+	m.priorityDepth.DeletePartialMatch(prometheus.Labels{labelName: q.name})
 }
