@@ -391,3 +391,21 @@ func TestPriorityDepthMetrics(t *testing.T) {
 	assert.Len(t, m.depths, backoff.MaxPriorityLabels+1, "labels are bounded")
 	assert.Equal(t, 6, m.depths[backoff.OtherPriorityLabel], "-100 and 0 took two labels: 6 priorities share the other label")
 }
+
+func TestMaxReadyWaitGetAllocatesNothing(t *testing.T) {
+	fc := newQueueClock()
+	q := backoff.NewDelayingQueue[int](backoff.WithClock(fc), backoff.WithMaxReadyWait(time.Millisecond))
+	defer q.ShutDown()
+	for i := range 64 {
+		q.AddWithOptions(at(-100*(i%2)), i)
+	}
+	i := 0
+	allocs := testing.AllocsPerRun(1000, func() {
+		q.AddWithOptions(at(-100*(i%2)), 64+i%64)
+		item, _, _ := q.GetWithPriority()
+		q.Done(item)
+		fc.Step(time.Millisecond / 4)
+		i++
+	})
+	assert.Zero(t, allocs)
+}
