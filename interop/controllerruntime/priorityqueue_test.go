@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -129,5 +130,22 @@ func TestNewPriorityQueueAddWithOpts(t *testing.T) {
 	fake.Step(time.Second)
 	if item, prio, _ := q.GetWithPriority(); item != "after" || prio != 7 {
 		t.Errorf("got %v@%d, want after@7", item, prio)
+	}
+}
+
+// controller-runtime's priority queue runs goroutines of its own per queue;
+// ours runs none.
+func TestIdlePriorityQueuesRunNoGoroutine(t *testing.T) {
+	limiter := workqueue.DefaultTypedControllerRateLimiter[request]()
+	before := runtime.NumGoroutine()
+	queues := make([]priorityqueue.PriorityQueue[request], 10_000)
+	for i := range queues {
+		queues[i] = crinterop.NewPriorityQueue(fmt.Sprint("idle-", i), limiter)
+	}
+	if got := runtime.NumGoroutine() - before; got > 0 {
+		t.Errorf("10,000 idle queues run %d goroutines", got)
+	}
+	for _, q := range queues {
+		q.ShutDown()
 	}
 }
