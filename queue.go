@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"github.com/retrykit/backoff/internal/fifo"
 	"github.com/retrykit/backoff/internal/itemstate"
 	"github.com/retrykit/backoff/internal/levels"
 )
@@ -76,8 +77,11 @@ type Queue[T comparable] struct {
 	// prioDepths is set when metrics is a PriorityDepthMetrics
 	// (queue_priority_metrics.go).
 	prioDepths *priorityDepths
-	clock      clock.WithDelayedExecution
-	epoch      time.Time // clock time 0 of the int64 times of the queue
+	// zero is the ready FIFO of priority 0 without fairness, nil with: the
+	// fast path of queues that do not use priorities.
+	zero  *fifo.Queue[readyEntry[T]]
+	clock clock.WithDelayedExecution
+	epoch time.Time // clock time 0 of the int64 times of the queue
 
 	wake func() // wakes every getter; the GetContext callback, made once
 
@@ -112,6 +116,7 @@ func (q *Queue[T]) init(cfg config) {
 	q.drained.L = &q.mu
 	q.states.Init()
 	q.initPriorities(cfg.queue.priority)
+	q.zero = q.ready.Zero()
 	q.clock = cfg.clock
 	q.epoch = cfg.clock.Now()
 	q.delays.init(cfg.clock, q.onTimerFired)
@@ -143,8 +148,11 @@ func (q *Queue[T]) Add(item T) {
 	if q.shuttingDown {
 		return
 	}
-	prio, _ := q.unwaitLocked(item)
-	q.enqueuePrioLocked(item, hash, q.joinTimeLocked(), max(prio, 0))
+	if prio, _ := q.unwaitLocked(item); prio > 0 {
+		q.enqueueGeneralLocked(item, hash, q.joinTimeLocked(), prio)
+		return
+	}
+	q.enqueueLocked(item, hash, q.joinTimeLocked())
 }
 
 // enqueueLocked marks item, whose hash is hash, dirty and, unless it is
@@ -181,7 +189,11 @@ func (q *Queue[T]) pushReadyLocked(item T, hash uint64, at int64, prio int) {
 		// (see priorities.meta): no lookup.
 		e.gen = q.prios.pushed(item, prio)
 	}
-	q.ready.Push(prio, e)
+	if prio == 0 && q.zero != nil {
+		q.zero.Push(e)
+	} else {
+		q.ready.Push(prio, e)
+	}
 	if q.metrics != nil {
 		q.setDepthLocked()
 		if q.prioDepths != nil {
@@ -280,7 +292,12 @@ func (q *Queue[T]) get(ctx context.Context) (item T, prio int, err error) {
 	if q.readyLenLocked() == 0 {
 		return item, 0, ErrQueueShutDown
 	}
-	e, prio := q.popReadyLocked()
+	var e readyEntry[T]
+	if q.zero != nil && q.ready.OnlyZero() && !q.prios.used() {
+		e = q.zero.Pop() // no priorities in use: the one FIFO
+	} else {
+		e, prio = q.popReadyLocked()
+	}
 	// With a backlog, item's state has left the caches: this is Get's one
 	// cache miss, under the lock. Prefetching the next item's state after
 	// unlocking, as Add does for its own, measured slower

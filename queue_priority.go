@@ -273,7 +273,9 @@ func (q *Queue[T]) popReadyLocked() (readyEntry[T], int) {
 	for {
 		var e readyEntry[T]
 		var prio int
-		if q.prios.maxReadyWait > 0 {
+		if q.zero != nil && q.ready.OnlyZero() {
+			e = q.zero.Pop()
+		} else if q.prios.maxReadyWait > 0 {
 			e, prio = q.popOverdueLocked()
 		} else {
 			e, prio = q.ready.Pop()

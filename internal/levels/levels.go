@@ -3,6 +3,8 @@
 // optionally, round-robin across keys within a priority.
 package levels
 
+import "github.com/retrykit/backoff/internal/fifo"
+
 // maxEmptyLevels is how many empty non-zero levels Levels keeps for reuse:
 // a queue that alternates between a few priorities reuses their chunks
 // instead of allocating them again, and one that has seen many priorities
@@ -35,6 +37,20 @@ func New[E any](key func(E) string) *Levels[E] {
 func (l *Levels[E]) Init(key func(E) string) {
 	*l = Levels[E]{key: key}
 }
+
+// Zero returns the FIFO of priority 0 if l has no fairness, else nil: a
+// caller's fast path. Pushing v to it is Push(0, v); while OnlyZero
+// reports true, popping from it is Pop() at priority 0. It saves the calls
+// through Levels and level, which the compiler does not inline.
+func (l *Levels[E]) Zero() *fifo.Queue[E] {
+	if l.key != nil {
+		return nil
+	}
+	return &l.zero.plain
+}
+
+// OnlyZero reports whether no level but priority 0 holds a value.
+func (l *Levels[E]) OnlyZero() bool { return l.n == 0 }
 
 // Len returns the number of values in every level.
 func (l *Levels[E]) Len() int { return l.zero.len() + l.n }
