@@ -305,3 +305,10 @@ workqueue_priority_depth{name="prio",priority="0"} 1
 	qm.Delete()
 	assert.Empty(t, seriesOf(t, reg, "workqueue_priority_depth"))
 }
+
+func TestSetPriorityDepthAllocatesNothingOnceSeen(t *testing.T) {
+	_, m := newRegistry(t)
+	qm := m.ForQueue("prio")
+	qm.SetPriorityDepth("-100", 1)
+	assert.Zero(t, testing.AllocsPerRun(100, func() { qm.SetPriorityDepth("-100", 2) }))
+}

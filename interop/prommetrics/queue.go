@@ -1,6 +1,7 @@
 package prommetrics
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,6 +28,11 @@ type QueueMetrics struct {
 	work    prometheus.Observer
 	retries prometheus.Counter
 
+	// prioMu guards prio, the workqueue_priority_depth series of the
+	// priorities the queue has reported, looked up once each.
+	prioMu sync.Mutex
+	prio   map[string]prometheus.Gauge
+
 	// probes are the queue's processing-time probes (one, unless the
 	// QueueMetrics was wrongly given to several queues); guarded by m.mu.
 	probes []func() (unfinished, longest time.Duration)
@@ -37,11 +43,21 @@ var (
 	_ backoff.PriorityDepthMetrics = (*QueueMetrics)(nil)
 )
 
-// SetPriorityDepth sets workqueue_priority_depth of priority to n. Unlike
-// the other methods it looks its series up by label on every call, which
-// takes the vector's read lock and, for a new priority, allocates it.
+// SetPriorityDepth sets workqueue_priority_depth of priority to n. The
+// series of a priority is looked up, and allocated, on its first report
+// only; the queue reports at most backoff.MaxPriorityLabels+1 priorities.
 func (q *QueueMetrics) SetPriorityDepth(priority string, n int) {
-	q.m.priorityDepth.WithLabelValues(q.name, priority).Set(float64(n))
+	q.prioMu.Lock()
+	g, ok := q.prio[priority]
+	if !ok {
+		if q.prio == nil {
+			q.prio = make(map[string]prometheus.Gauge)
+		}
+		g = q.m.priorityDepth.WithLabelValues(q.name, priority)
+		q.prio[priority] = g
+	}
+	q.prioMu.Unlock()
+	g.Set(float64(n))
 }
 
 // SetDepth sets workqueue_depth to n.
@@ -93,6 +109,9 @@ func (q *QueueMetrics) Delete() {
 	}
 	delete(m.queues, q)
 	q.probes = nil
+	q.prioMu.Lock()
+	q.prio = nil
+	q.prioMu.Unlock()
 	if m.names[q.name]--; m.names[q.name] > 0 {
 		return
 	}
