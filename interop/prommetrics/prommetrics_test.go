@@ -304,6 +304,8 @@ workqueue_priority_depth{name="prio",priority="0"} 1
 	assert.Empty(t, problems, "promlint")
 	qm.Delete()
 	assert.Empty(t, seriesOf(t, reg, "workqueue_priority_depth"))
+	q.AddWithOptions(backoff.AddOptions{Priority: 5}, 4)
+	assert.Empty(t, seriesOf(t, reg, "workqueue_priority_depth"), "no series comes back after Delete")
 }
 
 func TestSetPriorityDepthAllocatesNothingOnceSeen(t *testing.T) {

@@ -30,8 +30,9 @@ type QueueMetrics struct {
 
 	// prioMu guards prio, the workqueue_priority_depth series of the
 	// priorities the queue has reported, looked up once each.
-	prioMu sync.Mutex
-	prio   map[string]prometheus.Gauge
+	prioMu  sync.Mutex
+	prio    map[string]prometheus.Gauge
+	deleted bool // set by Delete: no new series
 
 	// probes are the queue's processing-time probes (one, unless the
 	// QueueMetrics was wrongly given to several queues); guarded by m.mu.
@@ -50,6 +51,10 @@ func (q *QueueMetrics) SetPriorityDepth(priority string, n int) {
 	q.prioMu.Lock()
 	g, ok := q.prio[priority]
 	if !ok {
+		if q.deleted {
+			q.prioMu.Unlock()
+			return // what the queue reports after Delete is lost
+		}
 		if q.prio == nil {
 			q.prio = make(map[string]prometheus.Gauge)
 		}
@@ -110,7 +115,7 @@ func (q *QueueMetrics) Delete() {
 	delete(m.queues, q)
 	q.probes = nil
 	q.prioMu.Lock()
-	q.prio = nil
+	q.prio, q.deleted = nil, true
 	q.prioMu.Unlock()
 	if m.names[q.name]--; m.names[q.name] > 0 {
 		return
