@@ -160,12 +160,32 @@ func (m *prioModel) addRateLimited(x int, after time.Duration, prio int) {
 	m.addAfter(x, d, prio)
 }
 
-func (m *prioModel) get() (x, prio int, shut bool) {
+func (m *prioModel) get() (x, prio int, shut bool) { return m.getAmong(-1) }
+
+// getAmong is get; with fair ≥ 0 (fairness on, whose round-robin order the
+// model does not follow), it takes item fair from the highest priority
+// instead of the first one, or reports shut if that item is not there.
+func (m *prioModel) getAmong(fair int) (x, prio int, shut bool) {
 	m.promote()
 	if len(m.ready) == 0 {
 		return 0, 0, true
 	}
 	pick := -1
+	if fair >= 0 {
+		top := m.ready[0].prio
+		for _, e := range m.ready {
+			top = max(top, e.prio)
+		}
+		for i, e := range m.ready {
+			if e.x == fair && e.prio == top {
+				pick = i
+			}
+		}
+		if pick < 0 {
+			return 0, 0, true
+		}
+		return m.take(pick)
+	}
 	if m.maxWait > 0 {
 		// The oldest overdue head of a priority, the higher priority on ties.
 		heads := map[int]int{}
@@ -192,8 +212,13 @@ func (m *prioModel) get() (x, prio int, shut bool) {
 			}
 		}
 	}
-	e := m.ready[pick]
-	m.ready = append(m.ready[:pick:pick], m.ready[pick+1:]...)
+	return m.take(pick)
+}
+
+// take hands out the ready entry at index i.
+func (m *prioModel) take(i int) (x, prio int, shut bool) {
+	e := m.ready[i]
+	m.ready = append(m.ready[:i:i], m.ready[i+1:]...)
 	m.dirty[e.x] = false
 	m.proc[e.x] = true
 	m.pend[e.x] = 0
@@ -218,12 +243,18 @@ func (m *prioModel) length() int {
 
 // runPriorityModel drives a queue and the model with the operations that
 // ops encodes, and reports the first disagreement.
-func runPriorityModel(t *testing.T, ops []byte, maxWait time.Duration) {
+// With fair, the queue has WithFairness (and maxWait must be 0): a Get must
+// hand out an item of the highest priority, in any order.
+func runPriorityModel(t *testing.T, ops []byte, maxWait time.Duration, fair bool) {
 	t.Helper()
 	delay := func(n int) time.Duration { return time.Duration(1+n%4) * 10 * time.Millisecond }
 	fc := newQueueClock()
 	l := newQLimiter[int](delay)
-	q := backoff.NewRateLimitingQueue[int](l, backoff.WithClock(fc), backoff.WithMaxReadyWait(maxWait))
+	opts := []backoff.Option{backoff.WithClock(fc), backoff.WithMaxReadyWait(maxWait)}
+	if fair {
+		opts = append(opts, backoff.WithFairness(func(x int) string { return fmt.Sprint(x % 3) }))
+	}
+	q := backoff.NewRateLimitingQueue[int](l, opts...)
 	defer q.ShutDown()
 	m := newPrioModel(delay, maxWait)
 	prios := [...]int{-100, -1, 0, 0, 1, 5, 0, -100}
@@ -264,8 +295,14 @@ func runPriorityModel(t *testing.T, ops []byte, maxWait time.Duration) {
 			if m.length() == 0 && !m.shut {
 				continue // Get would block
 			}
-			wx, wp, ws := m.get()
 			item, p, shut := q.GetWithPriority()
+			var wx, wp int
+			var ws bool
+			if fair && !shut {
+				wx, wp, ws = m.getAmong(item)
+			} else {
+				wx, wp, ws = m.get()
+			}
 			name = fmt.Sprintf("GetWithPriority() = %d, %d, %v", item, p, shut)
 			if item != wx || p != wp || shut != ws {
 				fail("%s, want %d, %d, %v", name, wx, wp, ws)
@@ -341,7 +378,7 @@ func TestPriorityQueueAgreesWithModel(t *testing.T) {
 				for i := range ops {
 					ops[i] = byte(rng.Uint32())
 				}
-				runPriorityModel(t, ops, maxWait)
+				runPriorityModel(t, ops, maxWait, false)
 			})
 		}
 	}
@@ -355,6 +392,27 @@ func FuzzPriorityQueue(f *testing.F) {
 		if bounded {
 			maxWait = 25 * time.Millisecond
 		}
-		runPriorityModel(t, ops, maxWait)
+		fair := !bounded && len(ops) > 0 && ops[0]&1 == 1 // fairness is checked without the bound
+		runPriorityModel(t, ops, maxWait, fair)
 	})
+}
+
+// TestPriorityQueueWithFairnessAgreesWithModel checks priorities,
+// de-duplication and Len with fairness on; the order within a priority is
+// checked by internal/levels' own model test and TestFairness*.
+func TestPriorityQueueWithFairnessAgreesWithModel(t *testing.T) {
+	seeds, n := uint64(40), 600
+	if os.Getenv("BACKOFF_LONG") != "" {
+		seeds, n = 400, 3000
+	}
+	for seed := uint64(1); seed <= seeds; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 22))
+			ops := make([]byte, 3*n)
+			for i := range ops {
+				ops[i] = byte(rng.Uint32())
+			}
+			runPriorityModel(t, ops, 0, true)
+		})
+	}
 }
