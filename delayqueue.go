@@ -69,11 +69,18 @@ func (q *DelayingQueue[T]) AddAfter(item T, d time.Duration) {
 // addAfterLocked is AddAfter on a running queue whose due items have been
 // promoted at time now.
 func (q *Queue[T]) addAfterLocked(item T, d time.Duration, now int64) {
+	q.addAfterPrioLocked(item, d, now, 0)
+}
+
+// addAfterPrioLocked is addAfterLocked at priority prio.
+func (q *Queue[T]) addAfterPrioLocked(item T, d time.Duration, now int64, prio int) {
 	if d <= 0 {
-		q.delays.remove(item, now)
-		q.enqueueLocked(item, q.states.Hash(item), now)
+		if p, waited := q.removeWaitingLocked(item, now); waited {
+			prio = max(prio, p)
+		}
+		q.enqueuePrioLocked(item, q.states.Hash(item), now, prio)
 	} else {
-		q.waitLocked(item, int64(addDuration(time.Duration(now), d)), now)
+		q.waitLocked(item, int64(addDuration(time.Duration(now), d)), now, prio)
 	}
 	if q.metrics != nil {
 		q.metrics.IncRetries()
@@ -105,6 +112,9 @@ func (q *DelayingQueue[T]) NextReadyAt() (time.Time, bool) {
 type WaitingItem[T comparable] struct {
 	Item    T
 	ReadyAt time.Time
+	// Priority is the priority the item waited with (see
+	// [RateLimitingQueue.AddWithOptions]); 0 for AddAfter and AddRateLimited.
+	Priority int
 }
 
 // TakeWaiting removes every item that waits for its delay and returns them,
@@ -126,7 +136,7 @@ func (q *DelayingQueue[T]) TakeWaiting() []WaitingItem[T] {
 	out := make([]WaitingItem[T], 0, waiting.Len())
 	for waiting.Len() > 0 {
 		e := waiting.PopMin()
-		out = append(out, WaitingItem[T]{Item: e.Item, ReadyAt: q.epoch.Add(time.Duration(e.At))})
+		out = append(out, WaitingItem[T]{Item: e.Item, ReadyAt: q.epoch.Add(time.Duration(e.At)), Priority: q.prios.unwait(e.Item)})
 	}
 	q.delays.stop() // nothing waits
 	return out

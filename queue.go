@@ -11,6 +11,7 @@ import (
 
 	"github.com/retrykit/backoff/internal/fifo"
 	"github.com/retrykit/backoff/internal/itemstate"
+	"github.com/retrykit/backoff/internal/levels"
 )
 
 // queueConfig holds the options that the queues read. Its zero value is the
@@ -19,6 +20,8 @@ type queueConfig struct {
 	name    string
 	logger  *slog.Logger
 	metrics QueueMetrics
+
+	priority priorityConfig // queue_priority.go
 }
 
 // ErrQueueShutDown is the error [Queue.GetContext] returns once the queue is
@@ -65,13 +68,20 @@ type Queue[T comparable] struct {
 	// that a wake-up meant for a getter never goes to a drainer.
 	drained sync.Cond
 
-	ready   fifo.Queue[readyEntry[T]] // queued items not being processed, in order
-	states  itemstate.Table[T]        // queueDirty and queueProcessing; no entry means neither
-	delays  delays[T]                 // items waiting for their ready time (queue_delays.go)
-	starts  map[T]int64               // when each processing item was handed out; only with metrics
-	metrics QueueMetrics              // nil when there are none
-	clock   clock.WithDelayedExecution
-	epoch   time.Time // clock time 0 of the int64 times of the queue
+	ready   levels.Levels[readyEntry[T]] // queued items not being processed, by priority, in order
+	prios   priorities[T]                // the priorities of items (queue_priority.go)
+	states  itemstate.Table[T]           // queueDirty and queueProcessing; no entry means neither
+	delays  delays[T]                    // items waiting for their ready time (queue_delays.go)
+	starts  map[T]int64                  // when each processing item was handed out; only with metrics
+	metrics QueueMetrics                 // nil when there are none
+	// prioDepths is set when metrics is a PriorityDepthMetrics
+	// (queue_priority_metrics.go).
+	prioDepths *priorityDepths
+	// zero is the ready FIFO of priority 0 without fairness, nil with: the
+	// fast path of queues that do not use priorities.
+	zero  *fifo.Queue[readyEntry[T]]
+	clock clock.WithDelayedExecution
+	epoch time.Time // clock time 0 of the int64 times of the queue
 
 	wake func() // wakes every getter; the GetContext callback, made once
 
@@ -87,6 +97,7 @@ type readyEntry[T comparable] struct {
 	item T
 	at   int64  // when the item joined the FIFO, since the epoch (read only with metrics)
 	hash uint64 // the item's hash in the states, which Get needs under the lock
+	gen  uint32 // tells a moved item's old entries from its current one (queue_priority.go)
 }
 
 // NewQueue returns an empty, running queue. It reads [WithClock] (for
@@ -104,6 +115,8 @@ func (q *Queue[T]) init(cfg config) {
 	q.cond.L = &q.mu
 	q.drained.L = &q.mu
 	q.states.Init()
+	q.initPriorities(cfg.queue.priority)
+	q.zero = q.ready.Zero()
 	q.clock = cfg.clock
 	q.epoch = cfg.clock.Now()
 	q.delays.init(cfg.clock, q.onTimerFired)
@@ -113,6 +126,7 @@ func (q *Queue[T]) init(cfg config) {
 	if m := cfg.queue.metrics; m != nil {
 		if _, nop := m.(NopQueueMetrics); !nop {
 			q.metrics = m
+			q.initPriorityDepths(m)
 			q.starts = make(map[T]int64)
 			m.TrackProcessing(q.processingTimes)
 		}
@@ -134,13 +148,20 @@ func (q *Queue[T]) Add(item T) {
 	if q.shuttingDown {
 		return
 	}
-	q.unwaitLocked(item)
+	if prio, _ := q.unwaitLocked(item); prio > 0 {
+		q.enqueueGeneralLocked(item, hash, q.joinTimeLocked(), prio)
+		return
+	}
 	q.enqueueLocked(item, hash, q.joinTimeLocked())
 }
 
 // enqueueLocked marks item, whose hash is hash, dirty and, unless it is
 // being processed, appends it to the FIFO with join time at.
 func (q *Queue[T]) enqueueLocked(item T, hash uint64, at int64) {
+	if q.prios.used() {
+		q.enqueueGeneralLocked(item, hash, at, 0)
+		return
+	}
 	st, ref := q.states.Find(hash, item)
 	switch {
 	case st&queueDirty != 0:
@@ -156,15 +177,28 @@ func (q *Queue[T]) enqueueLocked(item T, hash uint64, at int64) {
 	if st&queueProcessing != 0 {
 		return // Done queues it
 	}
-	q.pushReadyLocked(item, hash, at)
+	q.pushReadyLocked(item, hash, at, 0)
 }
 
-// pushReadyLocked appends item, whose hash is hash, to the FIFO with join
-// time at, and wakes one getter.
-func (q *Queue[T]) pushReadyLocked(item T, hash uint64, at int64) {
-	q.ready.Push(readyEntry[T]{item: item, at: at, hash: hash})
+// pushReadyLocked appends item, whose hash is hash, to the FIFO of priority
+// prio with join time at, and wakes one getter.
+func (q *Queue[T]) pushReadyLocked(item T, hash uint64, at int64, prio int) {
+	e := readyEntry[T]{item: item, at: at, hash: hash}
+	if prio != 0 || q.prios.stale > 0 {
+		// Without stale entries, an item pushed at priority 0 has no meta
+		// (see priorities.meta): no lookup.
+		e.gen = q.prios.pushed(item, prio)
+	}
+	if prio == 0 && q.zero != nil {
+		q.zero.Push(e)
+	} else {
+		q.ready.Push(prio, e)
+	}
 	if q.metrics != nil {
-		q.metrics.SetDepth(q.ready.Len())
+		q.setDepthLocked()
+		if q.prioDepths != nil {
+			q.prioDepths.add(prio, 1)
+		}
 	}
 	q.cond.Signal()
 }
@@ -173,7 +207,7 @@ func (q *Queue[T]) pushReadyLocked(item T, hash uint64, at int64) {
 // joins it: the clock's time with metrics, which measure queue latency from
 // it, and 0 without, so that the clock is not read for nothing.
 func (q *Queue[T]) joinTimeLocked() int64 {
-	if q.metrics == nil {
+	if q.metrics == nil && q.prios.maxReadyWait == 0 {
 		return 0
 	}
 	return q.nowLocked()
@@ -192,7 +226,7 @@ func (q *Queue[T]) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.promoteDueLocked()
-	return q.ready.Len()
+	return q.readyLenLocked()
 }
 
 // Get blocks until it can hand out an item, and returns it. The caller must
@@ -204,7 +238,7 @@ func (q *Queue[T]) Len() int {
 // caller no longer wants an item; [Queue.GetContext] stops waiting when a
 // context ends.
 func (q *Queue[T]) Get() (item T, shutdown bool) {
-	item, err := q.get(context.Background())
+	item, _, err := q.get(context.Background())
 	return item, err != nil
 }
 
@@ -218,18 +252,19 @@ func (q *Queue[T]) Get() (item T, shutdown bool) {
 // client-go has no such method (kubernetes#131185): there, a worker blocked
 // in Get can be released only by shutting the whole queue down.
 func (q *Queue[T]) GetContext(ctx context.Context) (item T, err error) {
-	return q.get(ctx)
+	item, _, err = q.get(ctx)
+	return item, err
 }
 
 // get is Get and GetContext. For Get, ctx is Background, which is never
 // done: the wait then registers nothing on ctx.
-func (q *Queue[T]) get(ctx context.Context) (item T, err error) {
+func (q *Queue[T]) get(ctx context.Context) (item T, prio int, err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	var stop func() bool // unregisters the context callback, once registered
 	for {
 		if ctx.Err() != nil {
-			if q.ready.Len() > 0 {
+			if q.readyLenLocked() > 0 {
 				// A Signal meant for some getter may have woken this one;
 				// pass it on rather than lose it.
 				q.cond.Signal()
@@ -237,10 +272,10 @@ func (q *Queue[T]) get(ctx context.Context) (item T, err error) {
 			if stop != nil {
 				stop()
 			}
-			return item, context.Cause(ctx)
+			return item, 0, context.Cause(ctx)
 		}
 		q.promoteDueLocked()
-		if q.ready.Len() > 0 || q.shuttingDown {
+		if q.readyLenLocked() > 0 || q.shuttingDown {
 			break
 		}
 		if stop == nil && ctx.Done() != nil {
@@ -254,10 +289,15 @@ func (q *Queue[T]) get(ctx context.Context) (item T, err error) {
 	if stop != nil {
 		stop()
 	}
-	if q.ready.Len() == 0 {
-		return item, ErrQueueShutDown
+	if q.readyLenLocked() == 0 {
+		return item, 0, ErrQueueShutDown
 	}
-	e := q.ready.Pop()
+	var e readyEntry[T]
+	if q.zero != nil && q.ready.OnlyZero() && !q.prios.used() {
+		e = q.zero.Pop() // no priorities in use: the one FIFO
+	} else {
+		e, prio = q.popReadyLocked()
+	}
 	// With a backlog, item's state has left the caches: this is Get's one
 	// cache miss, under the lock. Prefetching the next item's state after
 	// unlocking, as Add does for its own, measured slower
@@ -267,10 +307,13 @@ func (q *Queue[T]) get(ctx context.Context) (item T, err error) {
 	if q.metrics != nil {
 		now := q.nowLocked()
 		q.starts[e.item] = now
-		q.metrics.SetDepth(q.ready.Len())
+		q.setDepthLocked()
+		if q.prioDepths != nil {
+			q.prioDepths.add(prio, -1)
+		}
 		q.metrics.ObserveLatency(time.Duration(now - e.at))
 	}
-	return e.item, nil
+	return e.item, prio, nil
 }
 
 // wakeGetters wakes every goroutine blocked in Get, so that those whose
@@ -304,7 +347,7 @@ func (q *Queue[T]) Done(item T) {
 	}
 	if st&queueDirty != 0 {
 		q.states.Set(ref, item, queueDirty)
-		q.pushReadyLocked(item, hash, now)
+		q.pushReadyLocked(item, hash, now, q.prios.pending(item))
 		return
 	}
 	q.states.Remove(ref, item) // gives the memory of a burst back when it empties

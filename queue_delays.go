@@ -70,33 +70,43 @@ func (q *Queue[T]) promoteDueAtLocked(now int64) {
 		// The item joined the FIFO at its ready time, however late this
 		// promotion runs: queue latency counts from there.
 		e := d.waiting.PopMin()
-		q.enqueueLocked(e.Item, q.states.Hash(e.Item), e.At)
+		q.enqueuePrioLocked(e.Item, q.states.Hash(e.Item), e.At, q.prios.unwait(e.Item))
 	}
 	d.arm(now)
 }
 
 // unwaitLocked queues what is due and takes item out of the wait, for an Add
-// of item: the item runs once, now (kubernetes#126027).
-func (q *Queue[T]) unwaitLocked(item T) {
+// of item: the item runs once, now (kubernetes#126027). It returns the
+// priority the item waited with and whether it waited.
+func (q *Queue[T]) unwaitLocked(item T) (int, bool) {
 	if q.delays.waiting.Len() > 0 {
 		now := q.nowLocked()
 		q.promoteDueAtLocked(now)
-		q.delays.remove(item, now)
+		return q.removeWaitingLocked(item, now)
 	}
+	return 0, false
 }
 
 // waitLocked makes item wait until at, or until its current ready time if
-// that is earlier. now is the time of the last promotion.
-func (q *Queue[T]) waitLocked(item T, at, now int64) {
+// that is earlier, with priority prio, or its current priority if that is
+// higher. now is the time of the last promotion.
+func (q *Queue[T]) waitLocked(item T, at, now int64, prio int) {
+	if prio != 0 || q.prios.waitingUsed() {
+		q.prios.wait(item, prio, q.delays.waiting.Contains(item))
+	}
 	q.delays.waiting.PushOrLower(item, at)
 	q.delays.arm(now)
 }
 
-// remove takes item out of the wait, if it waits, at time now.
-func (d *delays[T]) remove(item T, now int64) {
+// removeWaitingLocked takes item out of the wait, if it waits, at time now,
+// and returns the priority it waited with and whether it waited.
+func (q *Queue[T]) removeWaitingLocked(item T, now int64) (int, bool) {
+	d := &q.delays
 	if d.waiting.Len() > 0 && d.waiting.Remove(item) {
 		d.arm(now)
+		return q.prios.unwait(item), true
 	}
+	return 0, false
 }
 
 // arm keeps the timer's invariant: armed, for the earliest ready time,

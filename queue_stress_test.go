@@ -21,7 +21,17 @@ import (
 // now and then) for a fixed number of operations, then ShutDownWithDrain. It
 // checks that no item is ever held by two workers at once, and that every
 // item is processed at least once after its last add. Run it with -race.
-func TestQueueStress(t *testing.T) {
+func TestQueueStress(t *testing.T) { queueStress(t, false) }
+
+// TestQueueStressWithPriorities is TestQueueStress with priorities (adds
+// with options, handlers that set Result.Priority), fairness across three
+// keys and a starvation bound.
+func TestQueueStressWithPriorities(t *testing.T) {
+	queueStress(t, true, backoff.WithFairness(func(i int) string { return [...]string{"a", "b", "c"}[i%3] }),
+		backoff.WithMaxReadyWait(time.Millisecond))
+}
+
+func queueStress(t *testing.T, priorities bool, opts ...backoff.Option) {
 	const (
 		items     = 64
 		producers = 4
@@ -31,8 +41,14 @@ func TestQueueStress(t *testing.T) {
 	)
 	fc := newQueueClock()
 	limiter := newQLimiter[int](func(n int) time.Duration { return time.Duration(n%3) * time.Millisecond })
-	q := backoff.NewRateLimitingQueue[int](limiter, backoff.WithClock(fc),
-		backoff.WithLogger(slog.New(slog.NewTextHandler(&syncBuffer{}, nil))))
+	q := backoff.NewRateLimitingQueue[int](limiter, append([]backoff.Option{backoff.WithClock(fc),
+		backoff.WithLogger(slog.New(slog.NewTextHandler(&syncBuffer{}, nil)))}, opts...)...)
+	prio := func(r int) int {
+		if !priorities {
+			return 0
+		}
+		return [...]int{-100, 0, 0, 10}[r%4]
+	}
 
 	var (
 		seq       atomic.Int64        // orders adds and processing starts
@@ -64,7 +80,7 @@ func TestQueueStress(t *testing.T) {
 					addMu.RLock()
 					if producing {
 						storeMax(&lastAdd[item], seq.Add(1))
-						q.Add(item)
+						q.AddWithOptions(backoff.AddOptions{Priority: prio(rand.IntN(4))}, item)
 					}
 					addMu.RUnlock()
 				}
@@ -76,7 +92,7 @@ func TestQueueStress(t *testing.T) {
 				case 2:
 					return backoff.Result{RequeueAfter: time.Duration(rand.IntN(5)+1) * time.Millisecond}, nil
 				case 3:
-					return backoff.Result{Requeue: true}, nil
+					return backoff.Result{Requeue: true, Priority: prio(rand.IntN(4))}, nil
 				}
 				return backoff.Result{}, nil
 			})
@@ -91,7 +107,10 @@ func TestQueueStress(t *testing.T) {
 				for range opsEach {
 					item := rng.IntN(items)
 					storeMax(&lastAdd[item], seq.Add(1))
-					switch rng.IntN(3) {
+					switch rng.IntN(4) {
+					case 3:
+						q.AddWithOptions(backoff.AddOptions{Priority: prio(rng.IntN(4)), RateLimited: rng.IntN(2) == 0,
+							After: time.Duration(rng.IntN(int(maxDelay)+1)) - time.Millisecond}, item)
 					case 0:
 						q.Add(item)
 					case 1:

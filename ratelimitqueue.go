@@ -86,6 +86,7 @@ func (q *RateLimitingQueue[T]) AddRateLimited(item T) {
 	now := q.nowLocked()
 	q.promoteDueAtLocked(now) // an item that is due counts as queued, not waiting
 	if q.queuedOrWaitingLocked(item) {
+		q.raisePendingLocked(item, AddOptions{}, now) // a pending run at a negative priority rises to 0
 		return
 	}
 	d := q.limiter.When(item)
@@ -113,6 +114,27 @@ func (q *RateLimitingQueue[T]) GetContext(ctx context.Context) (item T, err erro
 		q.budget.RecordRequest()
 	}
 	return item, err
+}
+
+// GetWithPriority is [Queue.GetWithPriority]; with [WithRetryBudget], the
+// item it hands out counts as a request of the budget.
+func (q *RateLimitingQueue[T]) GetWithPriority() (item T, priority int, shutdown bool) {
+	item, priority, shutdown = q.DelayingQueue.GetWithPriority()
+	if !shutdown && q.budget != nil {
+		q.budget.RecordRequest()
+	}
+	return item, priority, shutdown
+}
+
+// GetContextWithPriority is [Queue.GetContextWithPriority]; with
+// [WithRetryBudget], the item it hands out counts as a request of the budget.
+// RunWorkers takes its items through it.
+func (q *RateLimitingQueue[T]) GetContextWithPriority(ctx context.Context) (item T, priority int, err error) {
+	item, priority, err = q.DelayingQueue.GetContextWithPriority(ctx)
+	if err == nil && q.budget != nil {
+		q.budget.RecordRequest()
+	}
+	return item, priority, err
 }
 
 // Forget tells the limiter to forget item's failures, typically after it was

@@ -273,3 +273,32 @@ func TestRetryBudgetQueueRefusedRetryWaitsForTheBudget(t *testing.T) {
 	d := waiting[1].ReadyAt.Sub(epoch)
 	assert.True(t, d >= 11*time.Second && d < 21*time.Second, "the refused retry waits %v", d)
 }
+
+// TestRetryBudgetWithPriorities: the priority forms of the queue use the
+// budget as the plain ones do: an item handed out by GetWithPriority or
+// GetContextWithPriority (RunWorkers' way) is a request, and a rate-limited
+// AddWithOptions is a retry that the budget may refuse, whatever its
+// priority.
+func TestRetryBudgetWithPriorities(t *testing.T) {
+	fc := testingclock.NewFakeClock(epoch)
+	b := backoff.NewRetryBudget(1, 0, 10*time.Second, backoff.WithClock(fc))
+	q := backoff.NewRateLimitingQueue[string](
+		backoff.NewItemExponentialFailureRateLimiter[string](time.Millisecond, time.Minute),
+		backoff.WithClock(fc), backoff.WithRetryBudget(b))
+	defer q.ShutDown()
+
+	q.AddWithOptions(backoff.AddOptions{Priority: 5}, "a", "b")
+	a, prio, shutdown := q.GetWithPriority()
+	require.False(t, shutdown)
+	assert.Equal(t, 5, prio)
+	bItem, _, err := q.GetContextWithPriority(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, backoff.RetryBudgetSnapshot{Requests: 2, Balance: 2}, b.Snapshot(), "two items handed out, two requests")
+
+	q.AddWithOptions(backoff.AddOptions{RateLimited: true, Priority: 5}, a, bItem)
+	q.AddWithOptions(backoff.AddOptions{RateLimited: true, Priority: 5}, "c")
+	assert.Equal(t, backoff.RetryBudgetSnapshot{Requests: 2, Retries: 2, Refused: 1}, b.Snapshot(),
+		"two retries fit a ratio of 1 over two requests; the third is refused")
+	q.Done(a)
+	q.Done(bItem)
+}

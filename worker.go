@@ -23,6 +23,12 @@ type Result struct {
 	// count; it takes precedence over Requeue. Zero or negative means no
 	// timed requeue.
 	RequeueAfter time.Duration
+	// Priority, if not zero, is the priority at which the item is queued
+	// again, after Requeue, RequeueAfter or an error (see [AddOptions]);
+	// zero keeps the priority the item was handed out with. As a plain int,
+	// it cannot ask for priority 0 for an item handed out at another
+	// priority (controller-runtime's *int can).
+	Priority int
 }
 
 // errHandlerExited is the failure recorded for an item whose handler called
@@ -49,7 +55,8 @@ func (p *handlerPanic) Error() string { return fmt.Sprintf("backoff: handler pan
 //   - no error and Result.Requeue: AddRateLimited(item);
 //   - no error otherwise: Forget(item);
 //
-// and then always Done(item). A panic in handle, or a runtime.Goexit, is an
+// and then always Done(item). Requeues keep the priority the item was handed
+// out with ([Queue.GetWithPriority]), unless Result.Priority sets one. A panic in handle, or a runtime.Goexit, is an
 // error for that item: it is logged with its stack and the item is requeued
 // with AddRateLimited. The worker survives, so the pool keeps its size. An
 // error returned because ctx ended (context.Canceled, DeadlineExceeded) is
@@ -117,17 +124,18 @@ func (p *workerPool[T]) run() {
 		}
 	}()
 	for {
-		item, err := p.q.GetContext(p.ctx)
+		item, prio, err := p.q.GetContextWithPriority(p.ctx)
 		if err != nil {
 			returned = true
 			return
 		}
-		p.process(item)
+		p.process(item, prio)
 	}
 }
 
-// process runs handle on item and settles the outcome, however handle ends.
-func (p *workerPool[T]) process(item T) {
+// process runs handle on item, handed out at priority prio, and settles the
+// outcome, however handle ends.
+func (p *workerPool[T]) process(item T, prio int) {
 	var res Result
 	var err error
 	returned := false
@@ -139,37 +147,37 @@ func (p *workerPool[T]) process(item T) {
 				err = errHandlerExited
 			}
 		}
-		p.settle(item, res, err)
+		p.settle(item, prio, res, err)
 	}()
 	res, err = p.handle(p.ctx, item)
 	returned = true
 }
 
-// settle applies the requeue rules to the outcome of one run, then calls
-// Done.
-func (p *workerPool[T]) settle(item T, res Result, err error) {
+// settle applies the requeue rules to the outcome of one run of item,
+// handed out at priority prio, then calls Done.
+func (p *workerPool[T]) settle(item T, prio int, res Result, err error) {
 	q := p.q
 	defer q.Done(item)
 	var hp *handlerPanic
 	switch {
 	case errors.As(err, &hp):
-		q.AddRateLimited(item)
+		q.addRateLimitedAt(item, prio)
 		p.logFailure("backoff: handler panicked; item requeued with backoff", item, err,
 			slog.Int("requeues", q.NumRequeues(item)), slog.String("stack", string(hp.stack)))
 	case IsPermanent(err):
 		q.Forget(item)
 		p.logFailure("backoff: item failed permanently; not requeued", item, err)
 	case err != nil:
-		q.AddRateLimited(item)
+		q.addRateLimitedAt(item, res.priorityOr(prio))
 		if p.ctx.Err() == nil || !(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 			p.logFailure("backoff: item failed; requeued with backoff", item, err,
 				slog.Int("requeues", q.NumRequeues(item)))
 		}
 	case res.RequeueAfter > 0:
 		q.Forget(item)
-		q.AddAfter(item, res.RequeueAfter)
+		q.addAfterAt(item, res.RequeueAfter, res.priorityOr(prio))
 	case res.Requeue:
-		q.AddRateLimited(item)
+		q.addRateLimitedAt(item, res.priorityOr(prio))
 	default:
 		q.Forget(item)
 	}

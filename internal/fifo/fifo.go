@@ -107,3 +107,10 @@ func (q *Queue[E]) Cap() int {
 	}
 	return n
 }
+
+// Peek returns the oldest value without removing it. The queue must not be
+// empty.
+func (q *Queue[E]) Peek() E {
+	c := q.head
+	return c.buf[c.head]
+}

@@ -3,8 +3,12 @@
 // plug into sigs.k8s.io/controller-runtime and k8s.io/client-go unchanged:
 // no adapter, no wrapper.
 //
-// The package itself exports nothing. Its one source file holds the
-// compile-time proof that
+// The package exports two functions, [NewPriorityQueue] and [NewQueue],
+// which make a backoff queue a controller-runtime priorityqueue.PriorityQueue
+// (its AddOpts adapted to backoff.AddOptions), so that a controller keeps
+// using priorities: the initial list at handler.LowPriority, and
+// reconcile.Result.Priority. Its other source file holds the compile-time
+// proof that
 //
 //   - every rate limiter of the backoff package is a client-go
 //     workqueue.TypedRateLimiter[reconcile.Request], and client-go's rate
@@ -27,6 +31,13 @@
 //		NewQueue: func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 //			return backoff.NewRateLimitingQueue(rl, backoff.WithName(name))
 //		},
+//	}
+//
+// or, with priorities:
+//
+//	controller.Options{
+//		RateLimiter: backoff.DefaultControllerRateLimiter[reconcile.Request](),
+//		NewQueue:    controllerruntime.NewQueue[reconcile.Request](),
 //	}
 //
 // A NewQueue function takes precedence over UsePriorityQueue, which

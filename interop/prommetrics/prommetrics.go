@@ -25,6 +25,13 @@
 //	workqueue_longest_running_processor_seconds  gauge      processing time so far of the longest-running item
 //	workqueue_retries_total                      counter    AddAfter and AddRateLimited calls the queue accepted
 //
+// and one with a second label, priority (controller-runtime's depth per
+// priority; at most backoff.MaxPriorityLabels values per queue, the rest
+// under backoff.OtherPriorityLabel), with series only for the priorities
+// a queue has used:
+//
+//	workqueue_priority_depth                     gauge      workqueue_depth, per priority
+//
 // The histograms have 12 buckets, with upper bounds from 10 ns to 1000 s
 // (the default limiter's longest delay), each ten times the previous one:
 // controller-runtime's bounds, so that a dashboard's histogram_quantile reads
@@ -78,6 +85,8 @@ type Metrics struct {
 	latency *prometheus.HistogramVec
 	work    *prometheus.HistogramVec
 	retries *prometheus.CounterVec
+	// priorityDepth has the labels name and priority.
+	priorityDepth *prometheus.GaugeVec
 
 	// The processing-time gauges have no vector: their values exist only
 	// while a scrape asks the queues' probes (see Collect).
@@ -123,6 +132,11 @@ func New() *Metrics {
 			Name:      "retries_total",
 			Help:      "Delayed and rate-limited adds (AddAfter, AddRateLimited) that the queue accepted.",
 		}, []string{labelName}),
+		priorityDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Subsystem: "workqueue",
+			Name:      "priority_depth",
+			Help:      "Items queued and ready to be handed to a worker, per priority.",
+		}, []string{labelName, "priority"}),
 		unfinished: prometheus.NewDesc("workqueue_unfinished_work_seconds",
 			"Seconds spent so far on the items being processed, added up; a value that keeps growing points to a stuck worker.",
 			[]string{labelName}, nil),
@@ -171,7 +185,7 @@ func (m *Metrics) ForQueue(name string) *QueueMetrics {
 	return q
 }
 
-// Describe sends the descriptors of the seven metrics. It implements
+// Describe sends the descriptors of the eight metrics. It implements
 // prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.depth.Describe(ch)
@@ -179,6 +193,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.latency.Describe(ch)
 	m.work.Describe(ch)
 	m.retries.Describe(ch)
+	m.priorityDepth.Describe(ch)
 	ch <- m.unfinished
 	ch <- m.longest
 }
@@ -195,6 +210,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.latency.Collect(ch)
 	m.work.Collect(ch)
 	m.retries.Collect(ch)
+	m.priorityDepth.Collect(ch)
 
 	type probe struct {
 		name string

@@ -2,6 +2,7 @@ package prommetrics_test
 
 import (
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -282,4 +283,34 @@ func TestQueueMetricsAllocateNothing(t *testing.T) {
 		qm.ObserveWorkDuration(time.Second)
 	})
 	assert.Zero(t, allocs)
+}
+
+func TestPriorityDepth(t *testing.T) {
+	reg, m := newRegistry(t)
+	qm := m.ForQueue("prio")
+	q := backoff.NewDelayingQueue[int](backoff.WithName("prio"), backoff.WithMetrics(qm))
+	defer q.ShutDown()
+	q.AddWithOptions(backoff.AddOptions{Priority: -100}, 1, 2)
+	q.Add(3)
+	want := `
+# HELP workqueue_priority_depth Items queued and ready to be handed to a worker, per priority.
+# TYPE workqueue_priority_depth gauge
+workqueue_priority_depth{name="prio",priority="-100"} 2
+workqueue_priority_depth{name="prio",priority="0"} 1
+`
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), "workqueue_priority_depth"))
+	problems, err := testutil.GatherAndLint(reg)
+	require.NoError(t, err)
+	assert.Empty(t, problems, "promlint")
+	qm.Delete()
+	assert.Empty(t, seriesOf(t, reg, "workqueue_priority_depth"))
+	q.AddWithOptions(backoff.AddOptions{Priority: 5}, 4)
+	assert.Empty(t, seriesOf(t, reg, "workqueue_priority_depth"), "no series comes back after Delete")
+}
+
+func TestSetPriorityDepthAllocatesNothingOnceSeen(t *testing.T) {
+	_, m := newRegistry(t)
+	qm := m.ForQueue("prio")
+	qm.SetPriorityDepth("-100", 1)
+	assert.Zero(t, testing.AllocsPerRun(100, func() { qm.SetPriorityDepth("-100", 2) }))
 }

@@ -1,6 +1,7 @@
 package prommetrics
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,12 +28,42 @@ type QueueMetrics struct {
 	work    prometheus.Observer
 	retries prometheus.Counter
 
+	// prioMu guards prio, the workqueue_priority_depth series of the
+	// priorities the queue has reported, looked up once each.
+	prioMu  sync.Mutex
+	prio    map[string]prometheus.Gauge
+	deleted bool // set by Delete: no new series
+
 	// probes are the queue's processing-time probes (one, unless the
 	// QueueMetrics was wrongly given to several queues); guarded by m.mu.
 	probes []func() (unfinished, longest time.Duration)
 }
 
-var _ backoff.QueueMetrics = (*QueueMetrics)(nil)
+var (
+	_ backoff.QueueMetrics         = (*QueueMetrics)(nil)
+	_ backoff.PriorityDepthMetrics = (*QueueMetrics)(nil)
+)
+
+// SetPriorityDepth sets workqueue_priority_depth of priority to n. The
+// series of a priority is looked up, and allocated, on its first report
+// only; the queue reports at most backoff.MaxPriorityLabels+1 priorities.
+func (q *QueueMetrics) SetPriorityDepth(priority string, n int) {
+	q.prioMu.Lock()
+	g, ok := q.prio[priority]
+	if !ok {
+		if q.deleted {
+			q.prioMu.Unlock()
+			return // what the queue reports after Delete is lost
+		}
+		if q.prio == nil {
+			q.prio = make(map[string]prometheus.Gauge)
+		}
+		g = q.m.priorityDepth.WithLabelValues(q.name, priority)
+		q.prio[priority] = g
+	}
+	q.prioMu.Unlock()
+	g.Set(float64(n))
+}
 
 // SetDepth sets workqueue_depth to n.
 func (q *QueueMetrics) SetDepth(n int) { q.depth.Set(float64(n)) }
@@ -83,6 +114,9 @@ func (q *QueueMetrics) Delete() {
 	}
 	delete(m.queues, q)
 	q.probes = nil
+	q.prioMu.Lock()
+	q.prio, q.deleted = nil, true
+	q.prioMu.Unlock()
 	if m.names[q.name]--; m.names[q.name] > 0 {
 		return
 	}
@@ -92,4 +126,5 @@ func (q *QueueMetrics) Delete() {
 	m.latency.DeleteLabelValues(q.name)
 	m.work.DeleteLabelValues(q.name)
 	m.retries.DeleteLabelValues(q.name)
+	m.priorityDepth.DeletePartialMatch(prometheus.Labels{labelName: q.name})
 }

@@ -165,6 +165,8 @@ type target struct {
 var targets = []target{
 	{measure: "`Add`+`Get`+`Done`, serial", row: "QueueAddGetDone/mode=serial", unit: "ns/op", ref: "clientgo", limit: 0.70, zeroAllocs: true, beatPQ: true},
 	{measure: "`Add`+`Get`+`Done`, 2 producers + 2 workers (per item)", row: "QueueAddGetDone/mode=2p2w", unit: "ns/op", ref: "clientgo", limit: 0.70, zeroAllocs: true, beatPQ: true},
+	{measure: "`Add`+`Get`+`Done` with two priorities (half at -100), serial; client-go adds plainly", row: "QueueAddGetDonePriorities/mode=serial", unit: "ns/op", ref: "clientgo", limit: 1.0, zeroAllocs: true, beatPQ: true},
+	{measure: "`Add`+`Get`+`Done` with two priorities, 2 producers + 2 workers (per item)", row: "QueueAddGetDonePriorities/mode=2p2w", unit: "ns/op", ref: "clientgo", limit: 1.0, zeroAllocs: true, beatPQ: true},
 	{measure: "`AddAfter` per call", row: "AddAfter", unit: "ns/op", ref: "clientgo", limit: 0.25, zeroAllocs: true, beatPQ: true},
 	{measure: "heap bytes per waiting item at 1M", row: "WaitingHeap", unit: "B/item", ref: "clientgo", limit: 0.45, beatPQ: true},
 	{measure: "`Backoff.Next`, 100k keys, serial", row: "BackoffNext/keys=100k/mode=serial", unit: "ns/op", ref: "clientgo", limit: 0.75},

@@ -1,0 +1,193 @@
+// Package levels holds the ready items of a work queue by priority: one FIFO
+// per priority, handed out from the highest non-empty priority first, and,
+// optionally, round-robin across keys within a priority.
+package levels
+
+import "github.com/retrykit/backoff/internal/fifo"
+
+// maxEmptyLevels is how many empty non-zero levels Levels keeps for reuse:
+// a queue that alternates between a few priorities reuses their chunks
+// instead of allocating them again, and one that has seen many priorities
+// does not keep a level for each.
+const maxEmptyLevels = 8
+
+// Levels is a set of FIFOs of values of type E, one per priority. Priority 0
+// has a FIFO of its own, so that a queue whose values all have priority 0
+// pays one comparison per call for the others.
+//
+// The zero value is an empty set without fairness. Levels is not safe for
+// concurrent use.
+type Levels[E any] struct {
+	zero   level[E]
+	others []*level[E] // the non-zero levels, highest priority first
+	n      int         // values in others
+	key    func(E) string
+}
+
+// New returns an empty set whose levels hand values out round-robin across
+// the keys that key returns, FIFO within a key. A nil key means no fairness:
+// FIFO within a level.
+func New[E any](key func(E) string) *Levels[E] {
+	l := new(Levels[E])
+	l.Init(key)
+	return l
+}
+
+// Init empties l and sets its key function (see New).
+func (l *Levels[E]) Init(key func(E) string) {
+	*l = Levels[E]{key: key}
+}
+
+// Zero returns the FIFO of priority 0 if l has no fairness, else nil: a
+// caller's fast path. Pushing v to it is Push(0, v); while OnlyZero
+// reports true, popping from it is Pop() at priority 0. It saves the calls
+// through Levels and level, which the compiler does not inline.
+func (l *Levels[E]) Zero() *fifo.Queue[E] {
+	if l.key != nil {
+		return nil
+	}
+	return &l.zero.plain
+}
+
+// OnlyZero reports whether no level but priority 0 holds a value.
+func (l *Levels[E]) OnlyZero() bool { return l.n == 0 }
+
+// Len returns the number of values in every level.
+func (l *Levels[E]) Len() int { return l.zero.len() + l.n }
+
+// Push appends v to the level of priority prio.
+func (l *Levels[E]) Push(prio int, v E) {
+	if prio == 0 {
+		l.zero.push(v, l.key)
+		return
+	}
+	l.levelFor(prio).push(v, l.key)
+	l.n++
+}
+
+// Pop removes and returns the next value of the highest non-empty level,
+// and that level's priority. l must not be empty.
+func (l *Levels[E]) Pop() (E, int) {
+	if l.n == 0 {
+		return l.zero.pop(l.key), 0
+	}
+	for _, lv := range l.others {
+		if lv.prio < 0 && l.zero.len() > 0 {
+			break
+		}
+		if lv.len() > 0 {
+			l.n--
+			return lv.pop(l.key), lv.prio
+		}
+	}
+	return l.zero.pop(l.key), 0
+}
+
+// PopFrom removes and returns the next value of the level of priority prio,
+// which must not be empty.
+func (l *Levels[E]) PopFrom(prio int) E {
+	if prio == 0 {
+		return l.zero.pop(l.key)
+	}
+	l.n--
+	return l.find(prio).pop(l.key)
+}
+
+// Heads calls f with the priority and the next value of every non-empty
+// level, highest priority first, until f returns false.
+func (l *Levels[E]) Heads(f func(prio int, next E) bool) {
+	zeroDone := l.zero.len() == 0
+	for _, lv := range l.others {
+		if !zeroDone && lv.prio < 0 {
+			zeroDone = true
+			if !f(0, l.zero.peek()) {
+				return
+			}
+		}
+		if lv.len() > 0 && !f(lv.prio, lv.peek()) {
+			return
+		}
+	}
+	if !zeroDone {
+		f(0, l.zero.peek())
+	}
+}
+
+// Priorities reports, for every non-empty level, its priority and its
+// number of values, highest priority first.
+func (l *Levels[E]) Priorities(f func(prio, n int)) {
+	zeroDone := l.zero.len() == 0
+	for _, lv := range l.others {
+		if !zeroDone && lv.prio < 0 {
+			zeroDone = true
+			f(0, l.zero.len())
+		}
+		if lv.len() > 0 {
+			f(lv.prio, lv.len())
+		}
+	}
+	if !zeroDone {
+		f(0, l.zero.len())
+	}
+}
+
+// NumLevels returns the number of non-zero levels l holds, empty ones
+// included: its memory, for tests.
+func (l *Levels[E]) NumLevels() int { return len(l.others) }
+
+func (l *Levels[E]) find(prio int) *level[E] {
+	for _, lv := range l.others {
+		if lv.prio == prio {
+			return lv
+		}
+	}
+	panic("levels: no level of that priority")
+}
+
+// levelFor returns the level of priority prio, making it if needed. The
+// levels are few (a controller uses two or three priorities), so a linear
+// scan of a sorted slice beats a map.
+func (l *Levels[E]) levelFor(prio int) *level[E] {
+	for _, lv := range l.others {
+		if lv.prio == prio {
+			return lv
+		}
+	}
+	var lv *level[E]
+	if len(l.others) >= maxEmptyLevels {
+		lv = l.takeEmpty()
+	}
+	if lv == nil {
+		lv = new(level[E])
+	}
+	lv.prio = prio
+	i := 0
+	for i < len(l.others) && l.others[i].prio > prio {
+		i++
+	}
+	l.others = append(l.others, nil)
+	copy(l.others[i+1:], l.others[i:])
+	l.others[i] = lv
+	return lv
+}
+
+// takeEmpty removes an empty level from others and returns it, or nil.
+func (l *Levels[E]) takeEmpty() *level[E] {
+	for i, lv := range l.others {
+		if lv.len() == 0 {
+			l.others = append(l.others[:i], l.others[i+1:]...)
+			return lv
+		}
+	}
+	return nil
+}
+
+// Cap returns the number of values the levels' FIFOs can hold: their
+// memory, for tests that check that a burst's memory goes back.
+func (l *Levels[E]) Cap() int {
+	n := l.zero.cap()
+	for _, lv := range l.others {
+		n += lv.cap()
+	}
+	return n
+}

@@ -1,0 +1,163 @@
+package levels_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/retrykit/backoff/internal/levels"
+)
+
+type entry struct {
+	key string
+	n   int
+}
+
+// model is a slice in push order; Pop takes, from the highest priority, the
+// first value (without fairness) or the next key's first value in the
+// order keys became active (with fairness).
+type model struct {
+	vals  []pv
+	fair  bool
+	turns map[int][]string // per priority, the keys in serving order
+}
+
+type pv struct {
+	prio int
+	v    entry
+}
+
+func (m *model) push(prio int, v entry) {
+	if m.fair {
+		has := false
+		for _, x := range m.vals {
+			if x.prio == prio && x.v.key == v.key {
+				has = true
+			}
+		}
+		if !has {
+			m.turns[prio] = append(m.turns[prio], v.key)
+		}
+	}
+	m.vals = append(m.vals, pv{prio, v})
+}
+
+func (m *model) pop() (entry, int) {
+	best := m.vals[0].prio
+	for _, x := range m.vals {
+		best = max(best, x.prio)
+	}
+	key := ""
+	if m.fair {
+		key = m.turns[best][0]
+		m.turns[best] = m.turns[best][1:]
+	}
+	for i, x := range m.vals {
+		if x.prio == best && (!m.fair || x.v.key == key) {
+			m.vals = append(m.vals[:i:i], m.vals[i+1:]...)
+			if m.fair {
+				for _, y := range m.vals {
+					if y.prio == best && y.v.key == key {
+						m.turns[best] = append(m.turns[best], key)
+						break
+					}
+				}
+			}
+			return x.v, best
+		}
+	}
+	panic("unreachable")
+}
+
+func check(t *testing.T, ops []byte, fair bool) {
+	var key func(entry) string
+	if fair {
+		key = func(e entry) string { return e.key }
+	}
+	l := levels.New(key)
+	m := &model{fair: fair, turns: map[int][]string{}}
+	prios := [...]int{-100, -1, 0, 0, 1, 5, 7, 100, 3, 4, 6, 8, -5, -6, 9, 2}
+	for i, op := range ops {
+		if op&1 == 0 || len(m.vals) == 0 {
+			v := entry{key: fmt.Sprint(op >> 5), n: i}
+			p := prios[(op>>1)&15]
+			l.Push(p, v)
+			m.push(p, v)
+		} else {
+			gv, gp := l.Pop()
+			wv, wp := m.pop()
+			if gv != wv || gp != wp {
+				t.Fatalf("op %d: Pop() = %v, %d, want %v, %d", i, gv, gp, wv, wp)
+			}
+		}
+		if l.Len() != len(m.vals) {
+			t.Fatalf("op %d: Len() = %d, want %d", i, l.Len(), len(m.vals))
+		}
+	}
+	for len(m.vals) > 0 {
+		gv, gp := l.Pop()
+		wv, wp := m.pop()
+		if gv != wv || gp != wp {
+			t.Fatalf("drain: Pop() = %v, %d, want %v, %d", gv, gp, wv, wp)
+		}
+	}
+	if l.NumLevels() > 16 {
+		t.Fatalf("NumLevels() = %d: empty levels are not given back", l.NumLevels())
+	}
+}
+
+func TestLevelsAgainstModel(t *testing.T) {
+	for _, fair := range []bool{false, true} {
+		ops := make([]byte, 5000)
+		x := uint32(1)
+		for i := range ops {
+			x = x*1664525 + 1013904223
+			ops[i] = byte(x >> 24)
+		}
+		check(t, ops, fair)
+	}
+}
+
+func TestLevelsHeadsAndPopFrom(t *testing.T) {
+	l := levels.New[int](nil)
+	l.Push(-1, 1)
+	l.Push(0, 2)
+	l.Push(3, 3)
+	l.Push(0, 4)
+	var heads []string
+	l.Heads(func(p, v int) bool { heads = append(heads, fmt.Sprint(p, ":", v)); return true })
+	if fmt.Sprint(heads) != "[3:3 0:2 -1:1]" {
+		t.Fatalf("Heads = %v", heads)
+	}
+	if v := l.PopFrom(-1); v != 1 {
+		t.Fatalf("PopFrom(-1) = %d", v)
+	}
+	var depths []string
+	l.Priorities(func(p, n int) { depths = append(depths, fmt.Sprint(p, ":", n)) })
+	if fmt.Sprint(depths) != "[3:1 0:2]" {
+		t.Fatalf("Priorities = %v", depths)
+	}
+}
+
+func TestLevelsAllocateNothingInSteadyState(t *testing.T) {
+	l := levels.New[int](nil)
+	for i := range 64 {
+		l.Push(-100*(i%2), i)
+	}
+	for l.Len() > 0 {
+		l.Pop()
+	}
+	i := 0
+	if n := testing.AllocsPerRun(1000, func() {
+		l.Push(-100*(i%2), i)
+		l.Pop()
+		i++
+	}); n != 0 {
+		t.Fatalf("%v allocations per push and pop", n)
+	}
+}
+
+func FuzzLevels(f *testing.F) {
+	f.Add([]byte{0, 2, 4, 1, 1, 1}, false)
+	f.Add([]byte{0, 34, 66, 1, 1, 1, 98, 1}, true)
+	f.Fuzz(func(t *testing.T, ops []byte, fair bool) { check(t, ops, fair) })
+}

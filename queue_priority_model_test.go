@@ -1,0 +1,418 @@
+package backoff_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/retrykit/backoff"
+)
+
+// prioModel is a plain sequential model of a RateLimitingQueue with
+// priorities, written from the documented semantics of AddWithOptions: the
+// queue under test must agree with it after every operation.
+type prioModel struct {
+	now     time.Duration
+	ready   []prioEntry // in the order the entries joined; Get takes the first of the highest priority
+	dirty   map[int]bool
+	proc    map[int]bool
+	pend    map[int]int // the priority of a dirty item's pending run
+	waiting map[int]prioWait
+	seq     int
+	shut    bool
+	fails   map[int]int
+	delay   func(n int) time.Duration
+	maxWait time.Duration
+}
+
+type prioEntry struct {
+	x, prio int
+	at      time.Duration // when it joined
+}
+
+type prioWait struct {
+	at   time.Duration
+	seq  int
+	prio int
+}
+
+func newPrioModel(delay func(n int) time.Duration, maxWait time.Duration) *prioModel {
+	return &prioModel{dirty: map[int]bool{}, proc: map[int]bool{}, pend: map[int]int{},
+		waiting: map[int]prioWait{}, fails: map[int]int{}, delay: delay, maxWait: maxWait}
+}
+
+func (m *prioModel) waitingInOrder() []int {
+	var items []int
+	for x := range m.waiting {
+		items = append(items, x)
+	}
+	sort.Slice(items, func(i, j int) bool {
+		a, b := m.waiting[items[i]], m.waiting[items[j]]
+		return a.at < b.at || (a.at == b.at && a.seq < b.seq)
+	})
+	return items
+}
+
+func (m *prioModel) promote() {
+	if m.shut {
+		return
+	}
+	for _, x := range m.waitingInOrder() {
+		if w := m.waiting[x]; w.at <= m.now {
+			delete(m.waiting, x)
+			m.enqueue(x, w.prio, w.at)
+		}
+	}
+}
+
+func (m *prioModel) enqueue(x, prio int, at time.Duration) {
+	if m.dirty[x] {
+		if prio <= m.pend[x] {
+			return
+		}
+		m.pend[x] = prio
+		if !m.proc[x] {
+			for i, e := range m.ready {
+				if e.x == x {
+					m.ready = append(m.ready[:i:i], m.ready[i+1:]...)
+					break
+				}
+			}
+			m.ready = append(m.ready, prioEntry{x, prio, at})
+		}
+		return
+	}
+	m.dirty[x] = true
+	m.pend[x] = prio
+	if !m.proc[x] {
+		m.ready = append(m.ready, prioEntry{x, prio, at})
+	}
+}
+
+func (m *prioModel) add(x, prio int) {
+	if m.shut {
+		return
+	}
+	m.promote()
+	if w, ok := m.waiting[x]; ok {
+		prio = max(prio, w.prio)
+		delete(m.waiting, x)
+	}
+	m.enqueue(x, prio, m.now)
+}
+
+func (m *prioModel) wait(x int, d time.Duration, prio int) {
+	w, ok := m.waiting[x]
+	if !ok {
+		m.waiting[x] = prioWait{m.now + d, m.seq, prio}
+		m.seq++
+		return
+	}
+	w.prio = max(w.prio, prio)
+	if m.now+d < w.at {
+		w.at, w.seq = m.now+d, m.seq
+		m.seq++
+	}
+	m.waiting[x] = w
+}
+
+func (m *prioModel) addAfter(x int, d time.Duration, prio int) {
+	if m.shut {
+		return
+	}
+	m.promote()
+	if d <= 0 {
+		m.add(x, prio)
+		return
+	}
+	m.wait(x, d, prio)
+}
+
+func (m *prioModel) addRateLimited(x int, after time.Duration, prio int) {
+	if m.shut {
+		return
+	}
+	m.promote()
+	_, waits := m.waiting[x]
+	if waits || m.dirty[x] {
+		if waits {
+			if after > 0 {
+				m.wait(x, after, prio)
+			} else {
+				w := m.waiting[x]
+				w.prio = max(w.prio, prio)
+				m.waiting[x] = w
+			}
+		}
+		if m.dirty[x] {
+			m.enqueue(x, prio, m.now)
+		}
+		return
+	}
+	d := m.delay(m.fails[x])
+	m.fails[x]++
+	if after > 0 {
+		d = min(d, after)
+	}
+	m.addAfter(x, d, prio)
+}
+
+func (m *prioModel) get() (x, prio int, shut bool) { return m.getAmong(-1) }
+
+// getAmong is get; with fair ≥ 0 (fairness on, whose round-robin order the
+// model does not follow), it takes item fair from the highest priority
+// instead of the first one, or reports shut if that item is not there.
+func (m *prioModel) getAmong(fair int) (x, prio int, shut bool) {
+	m.promote()
+	if len(m.ready) == 0 {
+		return 0, 0, true
+	}
+	pick := -1
+	if fair >= 0 {
+		top := m.ready[0].prio
+		for _, e := range m.ready {
+			top = max(top, e.prio)
+		}
+		for i, e := range m.ready {
+			if e.x == fair && e.prio == top {
+				pick = i
+			}
+		}
+		if pick < 0 {
+			return 0, 0, true
+		}
+		return m.take(pick)
+	}
+	if m.maxWait > 0 {
+		// The oldest overdue head of a priority, the higher priority on ties.
+		heads := map[int]int{}
+		for i, e := range m.ready {
+			if _, ok := heads[e.prio]; !ok {
+				heads[e.prio] = i
+			}
+		}
+		for _, i := range heads {
+			e := m.ready[i]
+			if m.now-e.at <= m.maxWait {
+				continue
+			}
+			if pick < 0 || e.at < m.ready[pick].at || (e.at == m.ready[pick].at && e.prio > m.ready[pick].prio) {
+				pick = i
+			}
+		}
+	}
+	if pick < 0 {
+		pick = 0
+		for i, e := range m.ready {
+			if e.prio > m.ready[pick].prio {
+				pick = i
+			}
+		}
+	}
+	return m.take(pick)
+}
+
+// take hands out the ready entry at index i.
+func (m *prioModel) take(i int) (x, prio int, shut bool) {
+	e := m.ready[i]
+	m.ready = append(m.ready[:i:i], m.ready[i+1:]...)
+	m.dirty[e.x] = false
+	m.proc[e.x] = true
+	m.pend[e.x] = 0
+	return e.x, e.prio, false
+}
+
+func (m *prioModel) done(x int) {
+	m.promote()
+	if !m.proc[x] {
+		return
+	}
+	delete(m.proc, x)
+	if m.dirty[x] {
+		m.ready = append(m.ready, prioEntry{x, m.pend[x], m.now})
+	}
+}
+
+func (m *prioModel) length() int {
+	m.promote()
+	return len(m.ready)
+}
+
+// runPriorityModel drives a queue and the model with the operations that
+// ops encodes, and reports the first disagreement.
+// With fair, the queue has WithFairness (and maxWait must be 0): a Get must
+// hand out an item of the highest priority, in any order.
+func runPriorityModel(t *testing.T, ops []byte, maxWait time.Duration, fair bool) {
+	t.Helper()
+	delay := func(n int) time.Duration { return time.Duration(1+n%4) * 10 * time.Millisecond }
+	fc := newQueueClock()
+	l := newQLimiter[int](delay)
+	opts := []backoff.Option{backoff.WithClock(fc), backoff.WithMaxReadyWait(maxWait)}
+	if fair {
+		opts = append(opts, backoff.WithFairness(func(x int) string { return fmt.Sprint(x % 3) }))
+	}
+	q := backoff.NewRateLimitingQueue[int](l, opts...)
+	defer q.ShutDown()
+	m := newPrioModel(delay, maxWait)
+	prios := [...]int{-100, -1, 0, 0, 1, 5, 0, -100}
+	var log []string
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Fatalf("%s after %v", fmt.Sprintf(format, args...), log[max(0, len(log)-40):])
+	}
+	for i := 0; i+3 <= len(ops); i += 3 {
+		op, a, b := ops[i], ops[i+1], ops[i+2]
+		x := int(a % 6)
+		prio := prios[(a>>3)%8]
+		d := time.Duration(int(b%8)-2) * 10 * time.Millisecond
+		var name string
+		switch r := op % 100; {
+		case r < 15:
+			name = fmt.Sprintf("Add(%d)", x)
+			q.Add(x)
+			m.add(x, 0)
+		case r < 30:
+			o := backoff.AddOptions{After: d, Priority: prio, RateLimited: b&64 != 0}
+			name = fmt.Sprintf("AddWithOptions(%+v, %d)", o, x)
+			q.AddWithOptions(o, x)
+			if o.RateLimited {
+				m.addRateLimited(x, d, prio)
+			} else {
+				m.addAfter(x, d, prio)
+			}
+		case r < 38:
+			name = fmt.Sprintf("AddAfter(%d, %v)", x, d)
+			q.AddAfter(x, d)
+			m.addAfter(x, d, 0)
+		case r < 44:
+			name = fmt.Sprintf("AddRateLimited(%d)", x)
+			q.AddRateLimited(x)
+			m.addRateLimited(x, 0, 0)
+		case r < 64:
+			if m.length() == 0 && !m.shut {
+				continue // Get would block
+			}
+			item, p, shut := q.GetWithPriority()
+			var wx, wp int
+			var ws bool
+			if fair && !shut {
+				wx, wp, ws = m.getAmong(item)
+			} else {
+				wx, wp, ws = m.get()
+			}
+			name = fmt.Sprintf("GetWithPriority() = %d, %d, %v", item, p, shut)
+			if item != wx || p != wp || shut != ws {
+				fail("%s, want %d, %d, %v", name, wx, wp, ws)
+			}
+		case r < 80:
+			for p := range m.proc {
+				x = p
+				break
+			}
+			name = fmt.Sprintf("Done(%d)", x)
+			q.Done(x)
+			m.done(x)
+		case r < 92:
+			step := time.Duration(b%4) * 10 * time.Millisecond
+			name = fmt.Sprintf("Step(%v)", step)
+			fc.Step(step)
+			m.now += step
+		case r < 95:
+			name = fmt.Sprintf("Forget(%d)", x)
+			q.Forget(x)
+			delete(m.fails, x)
+		case r < 97:
+			name = "TakeWaiting()"
+			m.promote()
+			want := []string{}
+			for _, x := range m.waitingInOrder() {
+				want = append(want, fmt.Sprintf("%d@%d", x, m.waiting[x].prio))
+			}
+			m.waiting = map[int]prioWait{}
+			got := []string{}
+			for _, w := range q.TakeWaiting() {
+				got = append(got, fmt.Sprintf("%d@%d", w.Item, w.Priority))
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				fail("%s = %v, want %v", name, got, want)
+			}
+		case r < 98:
+			name = "ShutDown()"
+			q.ShutDown()
+			m.promote()
+			m.shut = true
+		default:
+			continue
+		}
+		log = append(log, name)
+		if got, want := q.Len(), m.length(); got != want {
+			fail("Len() = %d, want %d", got, want)
+		}
+		if got, want := q.NumRequeues(x), m.fails[x]; got != want {
+			fail("NumRequeues(%d) = %d, want %d", x, got, want)
+		}
+		at, ok := q.NextReadyAt()
+		if w := m.waitingInOrder(); len(w) > 0 && !m.shut {
+			if !ok || at.Sub(epoch) != m.waiting[w[0]].at {
+				fail("NextReadyAt() = %v, %v, want %v", at.Sub(epoch), ok, m.waiting[w[0]].at)
+			}
+		} else if ok {
+			fail("NextReadyAt() = %v, true, want false", at.Sub(epoch))
+		}
+	}
+}
+
+func TestPriorityQueueAgreesWithModel(t *testing.T) {
+	seeds, n := uint64(40), 600
+	if os.Getenv("BACKOFF_LONG") != "" {
+		seeds, n = 400, 3000
+	}
+	for _, maxWait := range []time.Duration{0, 25 * time.Millisecond} {
+		for seed := uint64(1); seed <= seeds; seed++ {
+			t.Run(fmt.Sprintf("maxWait=%v/%d", maxWait, seed), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(seed, 21))
+				ops := make([]byte, 3*n)
+				for i := range ops {
+					ops[i] = byte(rng.Uint32())
+				}
+				runPriorityModel(t, ops, maxWait, false)
+			})
+		}
+	}
+}
+
+func FuzzPriorityQueue(f *testing.F) {
+	f.Add([]byte{20, 8, 70, 50, 0, 0, 70, 1, 1}, false)
+	f.Add([]byte{25, 200, 3, 10, 40, 2, 85, 1, 3, 55, 0, 0}, true)
+	f.Fuzz(func(t *testing.T, ops []byte, bounded bool) {
+		maxWait := time.Duration(0)
+		if bounded {
+			maxWait = 25 * time.Millisecond
+		}
+		fair := !bounded && len(ops) > 0 && ops[0]&1 == 1 // fairness is checked without the bound
+		runPriorityModel(t, ops, maxWait, fair)
+	})
+}
+
+// TestPriorityQueueWithFairnessAgreesWithModel checks priorities,
+// de-duplication and Len with fairness on; the order within a priority is
+// checked by internal/levels' own model test and TestFairness*.
+func TestPriorityQueueWithFairnessAgreesWithModel(t *testing.T) {
+	seeds, n := uint64(40), 600
+	if os.Getenv("BACKOFF_LONG") != "" {
+		seeds, n = 400, 3000
+	}
+	for seed := uint64(1); seed <= seeds; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 22))
+			ops := make([]byte, 3*n)
+			for i := range ops {
+				ops[i] = byte(rng.Uint32())
+			}
+			runPriorityModel(t, ops, 0, true)
+		})
+	}
+}
