@@ -183,8 +183,15 @@ func (q *Queue[T]) onTimer() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	// The timer has fired, or is stale: a firing that raced with a re-arm.
-	// Either way, arm re-arms it from scratch if items still wait.
+	// Either way, arm re-arms it from scratch if items still wait; if none
+	// waits, the timer is stopped even though armed says it is not set, since
+	// a stale firing can leave it pending (promoteDueLocked alone would skip
+	// an empty heap and keep that clock waiter).
 	q.delays.armed = false
+	if q.delays.waiting.Len() == 0 {
+		q.delays.stop()
+		return
+	}
 	q.promoteDueLocked()
 }
 
