@@ -14,7 +14,8 @@ import (
 // later is handed out first; a delayed item becomes ready at its priority.
 func ExampleRateLimitingQueue_AddWithOptions() {
 	clock := testingclock.NewFakeClock(time.Date(2024, time.March, 1, 12, 0, 0, 0, time.UTC))
-	q := backoff.NewRateLimitingQueue(backoff.DefaultControllerRateLimiter[string](), backoff.WithClock(clock))
+	opts := []backoff.Option{backoff.WithClock(clock)} // one clock for the queue and its limiter
+	q := backoff.NewRateLimitingQueue(backoff.DefaultControllerRateLimiter[string](opts...), opts...)
 	defer q.ShutDown()
 
 	q.AddWithOptions(backoff.AddOptions{Priority: -100}, "default/a", "default/b", "default/c")

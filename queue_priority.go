@@ -43,9 +43,7 @@ type priorityConfig struct {
 // WithFairness panics if key is nil; a queue constructor given a key of
 // another item type panics.
 func WithFairness[T comparable](key func(T) string) Option {
-	if key == nil {
-		panic("backoff: WithFairness: key must not be nil")
-	}
+	mustNotBeNil("WithFairness", "key", key == nil)
 	return func(c *config) { c.queue.priority.fairKey = key }
 }
 

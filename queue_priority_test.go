@@ -282,7 +282,7 @@ func TestFairnessWithinEachPriority(t *testing.T) {
 }
 
 func TestPriorityOptionsPanicOnBadArguments(t *testing.T) {
-	assert.PanicsWithValue(t, "backoff: WithFairness: key must not be nil", func() { backoff.WithFairness[string](nil) })
+	assert.PanicsWithValue(t, "backoff: WithFairness: key must not be nil, got <nil>", func() { backoff.WithFairness[string](nil) })
 	assert.PanicsWithValue(t, "backoff: WithMaxReadyWait: d must not be negative, got -1ns", func() { backoff.WithMaxReadyWait(-1) })
 	assert.PanicsWithValue(t, "backoff: WithFairness: key must be a func(int) string for this queue, got func(string) string", func() {
 		backoff.NewQueue[int](backoff.WithFairness(tenantOf))
