@@ -79,7 +79,7 @@ func (l *BucketRateLimiter[T]) When(T) time.Duration {
 	// nanoseconds, which the bucket handles.
 	now := l.lim.now()
 	l.lim.mu.Lock()
-	_, wait := l.lim.reserveLocked(now, 1, maxDuration)
+	wait := l.lim.takeOneLocked(now)
 	l.lim.mu.Unlock()
 	return wait
 }

@@ -191,6 +191,21 @@ func (l *Limiter) reserveLocked(now time.Duration, n int, maxWait time.Duration)
 	return r, wait
 }
 
+// takeOneLocked is reserveLocked(now, 1, maxDuration) for a caller that
+// never cancels (BucketRateLimiter.When): the same arithmetic and the same
+// wait, without building a Reservation. It still records the event's time, so
+// that a Reservation of the same Limiter cancelled later sees it.
+func (l *Limiter) takeOneLocked(now time.Duration) time.Duration {
+	if l.limit == InfLimit {
+		return 0
+	}
+	wait, ok := l.bucket.take(now, 1, l.limit, l.burst, maxDuration)
+	if ok {
+		l.lastEvent = addInstant(now, wait)
+	}
+	return wait
+}
+
 func (l *Limiter) instant() time.Duration { return l.now() }
 
 func (l *Limiter) cancelReservation(r *Reservation, now time.Duration) {
