@@ -2,6 +2,7 @@ package backoff_test
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -37,7 +38,9 @@ func BenchmarkRetryBudgetAttempt(b *testing.B) {
 	run := func(b *testing.B, opts ...backoff.Option) {
 		b.ReportAllocs()
 		n := 0
-		err := backoff.Retry(context.Background(), backoff.Schedule{}, func(context.Context) error {
+		// Steps without Duration: unlimited attempts, no wait (a Schedule with
+		// neither means DefaultRetry to Retry).
+		err := backoff.Retry(context.Background(), backoff.Schedule{Steps: math.MaxInt}, func(context.Context) error {
 			n++
 			if n < b.N {
 				return errFlaky
