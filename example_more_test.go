@@ -404,3 +404,19 @@ func ExampleWithRequeueJitter() {
 	// failure 3 in [400ms, 600ms): true
 	// at the cap: 1s 1s
 }
+
+// A job queue that stores how often a job failed can wait what Retry would
+// before the next run.
+func ExampleSchedule_Delay() {
+	s := backoff.Schedule{Duration: time.Second, Factor: 2, Cap: 10 * time.Second}
+	for n := 1; n <= 6; n++ {
+		fmt.Printf("after failure %d: %v\n", n, s.Delay(n))
+	}
+	// Output:
+	// after failure 1: 1s
+	// after failure 2: 2s
+	// after failure 3: 4s
+	// after failure 4: 8s
+	// after failure 5: 10s
+	// after failure 6: 10s
+}

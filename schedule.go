@@ -228,3 +228,30 @@ func stopTimer(t *clock.Timer) {
 		(*t).Stop()
 	}
 }
+
+// Delay returns the wait after the n-th failed attempt on s (n ≥ 1; a
+// smaller n counts as 1), as [Retry] computes it from s alone:
+// Duration·Factor^(n-1), at most Cap, then stretched by up to Jitter times the
+// wait (see [Jitter]); a Factor ≤ 1 means no growth, as in Retry. Steps is
+// not used, and s is not changed. It is for systems that schedule the n-th
+// retry themselves (a job queue that persists attempts, say), so that they
+// wait what Retry would. It saturates instead of overflowing and takes O(n)
+// steps at most, fewer once the wait stops growing.
+func (s Schedule) Delay(n int) time.Duration {
+	jitter := s.Jitter
+	s.Jitter = 0
+	if !(s.Factor > 1) {
+		s.Factor = 0 // Retry's rule: no growth (Step would shrink the wait below 1)
+	}
+	s.Steps = max(n, 1) // let Step grow the wait as far as the n-th
+	for i := 1; i < n; i++ {
+		before := s.Duration
+		s.Step()
+		if s.Duration == before {
+			break // at Cap, saturated, or constant: it stays
+		}
+	}
+	s.Steps = 0
+	s.Jitter = jitter
+	return s.Step()
+}

@@ -274,3 +274,20 @@ func wtSatScale(d time.Duration, f float64) time.Duration {
 	}
 	return time.Duration(p)
 }
+
+func TestScheduleDelay(t *testing.T) {
+	s := backoff.Schedule{Duration: time.Second, Factor: 2, Jitter: 0.5, Cap: time.Minute}
+	for n := 1; n <= 12; n++ {
+		base := min(time.Second<<(n-1), time.Minute)
+		for range 50 {
+			d := s.Delay(n)
+			assert.GreaterOrEqual(t, d, base, "failure %d", n)
+			assert.Less(t, d, base+base/2, "failure %d", n)
+		}
+	}
+	assert.Equal(t, time.Second, backoff.Schedule{Duration: time.Second, Factor: 2}.Delay(0), "n < 1 counts as 1")
+	huge := backoff.Schedule{Duration: time.Hour, Factor: 10}.Delay(1000)
+	assert.Equal(t, time.Duration(math.MaxInt64), huge, "saturates instead of overflowing")
+	assert.Equal(t, time.Duration(math.MaxInt64),
+		backoff.Schedule{Duration: time.Hour, Factor: 2, Jitter: 1}.Delay(100), "jitter saturates too")
+}

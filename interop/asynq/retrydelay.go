@@ -33,30 +33,6 @@ import (
 // differently, wrap the function. The function is safe for concurrent use.
 func RetryDelay(s backoff.Schedule) asynq.RetryDelayFunc {
 	return func(retried int, _ error, _ *asynq.Task) time.Duration {
-		return Delay(s, retried+1)
+		return s.Delay(retried + 1)
 	}
-}
-
-// Delay returns the wait after the n-th failed attempt (n ≥ 1; a smaller n
-// counts as 1) on schedule s, as backoff.Retry computes it: s.Duration·
-// s.Factor^(n-1), at most s.Cap, then stretched by up to s.Jitter times the
-// wait (see backoff.Jitter). s.Steps is not used. It takes O(n) steps at
-// most, fewer once the wait stops growing.
-func Delay(s backoff.Schedule, n int) time.Duration {
-	jitter := s.Jitter
-	s.Jitter = 0
-	if !(s.Factor > 1) {
-		s.Factor = 0 // Retry's rule: no growth (Schedule.Step would shrink below 1)
-	}
-	s.Steps = max(n, 1) // let Step grow the wait as far as the n-th
-	for i := 1; i < n; i++ {
-		before := s.Duration
-		s.Step()
-		if s.Duration == before {
-			break // at Cap, saturated, or constant: it stays
-		}
-	}
-	s.Steps = 0
-	s.Jitter = jitter
-	return s.Step()
 }

@@ -3,7 +3,6 @@ package asynqbackoff_test
 import (
 	"context"
 	"errors"
-	"math"
 	"testing"
 	"time"
 
@@ -63,18 +62,4 @@ func TestDelayMatchesRetry(t *testing.T) {
 			assert.Equal(t, w, delay(i, nil, nil), "%+v, retried %d times", s, i)
 		}
 	}
-}
-
-func TestDelayBounds(t *testing.T) {
-	s := backoff.Schedule{Duration: time.Second, Factor: 2, Jitter: 0.5, Cap: time.Minute}
-	for n := 1; n <= 12; n++ {
-		base := min(time.Second<<(n-1), time.Minute)
-		for range 50 {
-			d := asynqbackoff.Delay(s, n)
-			assert.GreaterOrEqual(t, d, base, "failure %d", n)
-			assert.Less(t, d, base+base/2, "failure %d", n)
-		}
-	}
-	huge := asynqbackoff.Delay(backoff.Schedule{Duration: time.Hour, Factor: 10}, 1000)
-	assert.Equal(t, time.Duration(math.MaxInt64), huge, "saturates instead of overflowing")
 }

@@ -3,7 +3,6 @@ package riverbackoff_test
 import (
 	"context"
 	"errors"
-	"math"
 	"testing"
 	"time"
 
@@ -83,24 +82,7 @@ func TestDelayMatchesRetry(t *testing.T) {
 		require.ErrorIs(t, err, backoff.ErrAttemptsExhausted)
 		require.Len(t, waits, s.Steps-1)
 		for i, w := range waits {
-			assert.Equal(t, w, riverbackoff.Delay(s, i+1), "%+v, failure %d", s, i+1)
+			assert.Equal(t, w, s.Delay(i+1), "%+v, failure %d", s, i+1)
 		}
 	}
-}
-
-func TestDelayBounds(t *testing.T) {
-	s := backoff.Schedule{Duration: time.Second, Factor: 2, Jitter: 0.5, Cap: time.Minute}
-	for n := 1; n <= 12; n++ {
-		base := min(time.Second<<(n-1), time.Minute)
-		for range 50 {
-			d := riverbackoff.Delay(s, n)
-			assert.GreaterOrEqual(t, d, base, "failure %d", n)
-			assert.Less(t, d, base+base/2, "failure %d", n)
-		}
-	}
-	assert.Equal(t, time.Second, riverbackoff.Delay(backoff.Schedule{Duration: time.Second, Factor: 2}, 0), "n < 1 counts as 1")
-	huge := riverbackoff.Delay(backoff.Schedule{Duration: time.Hour, Factor: 10}, 1000)
-	assert.Equal(t, time.Duration(math.MaxInt64), huge, "saturates instead of overflowing")
-	assert.Equal(t, time.Duration(math.MaxInt64),
-		riverbackoff.Delay(backoff.Schedule{Duration: time.Hour, Factor: 2, Jitter: 1}, 100), "jitter saturates too")
 }
