@@ -18,6 +18,15 @@
 #   ADDAFTER_OPS     AddAfter calls per BenchmarkAddAfter run (default 3000000x)
 #   PREFAULTED_OPS   AddAfter calls per BenchmarkAddAfterPrefaulted run (default 3000000x)
 #   EXTRA_FLAGS      more flags for the test binary (e.g. -test.short)
+#   ONLY             re-measure only these hot-path benchmark functions, a
+#                    regular expression over their names without "Benchmark"
+#                    (e.g. 'LimiterAllow|KeyedLimiterAllow'): every
+#                    implementation they compare runs in the same interleaved
+#                    rounds, and the results are appended to BENCHMARKS.md as
+#                    a section of their own, replacing an earlier one; the
+#                    rest of the file is left as the last full run wrote it
+#                    (a full run drops the section). Minutes instead of an
+#                    hour, for the rows an issue touches.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -44,12 +53,18 @@ groups=(
   "growth;^BenchmarkGrowth\$;$growth_ops"
 )
 
+only=${ONLY:-}
+if [ -n "$only" ]; then
+  groups=("only;^Benchmark($only)\$;$micro")
+fi
+
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 echo "== building the test binary"
 go test -c -o "$work/bench.test" .
 
 raw=results.txt
+if [ -n "$only" ]; then raw=results-only.txt; fi
 : >"$raw"
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 started=$(date -u +%s)
@@ -99,6 +114,17 @@ the rotation starting one implementation later each round. Benchtimes: hot paths
 Wall time ${elapsed} s. The machine is shared with other work: load average (1, 5, 15 min) was ${load_start} at the start and
 ${load_end} at the end, on $(nproc) cores, so single figures are noisy; compare the ratios, which come from the same rounds."
 
+if [ -n "$only" ]; then
+  how="Built once with \`go test -c\`; ${rounds} rounds of \`-test.bench='^Benchmark(${only})\$'\`, \`-benchtime=${micro}\`; in each
+round every implementation ran once, one after the other, the rotation starting one implementation later each round.
+Extra flags: \`${extra:-none}\`. Wall time ${elapsed} s; load average (1, 5, 15 min) ${load_start} at the start and
+${load_end} at the end, on $(nproc) cores."
+  go run ./cmd/benchreport -partial -raw "$raw" -benchstat "$work/benchstat.txt" -out ../BENCHMARKS.md \
+    -rounds "$rounds" -cores "$(nproc)" -go "$(go env GOVERSION)" -cpu "$cpu" -commit "$commit" \
+    -command "ONLY='$only' ROUNDS=$rounds MICRO_BENCHTIME=$micro bench/run.sh" -how "$how"
+  echo "== appended the re-measured rows to BENCHMARKS.md (raw: bench/$raw)"
+  exit 0
+fi
 go run ./cmd/benchreport -raw "$raw" -benchstat "$work/benchstat.txt" -out ../BENCHMARKS.md \
   -rounds "$rounds" -cores "$(nproc)" -go "$(go env GOVERSION)" -cpu "$cpu" -commit "$commit" \
   -command "ROUNDS=$rounds MICRO_BENCHTIME=$micro GROWTH_OPS=$growth_ops LATENESS_OPS=$lateness_ops ADDAFTER_OPS=$addafter_ops PREFAULTED_OPS=$prefaulted_ops bench/run.sh" -how "$how"

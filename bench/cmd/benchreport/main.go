@@ -33,7 +33,7 @@ const ours = "ours"
 var implLabels = map[string]string{
 	"clientgo":      "client-go",
 	"priorityqueue": "controller-runtime priorityqueue",
-	"xrate":         "x/time/rate Reserve",
+	"xrate":         "x/time/rate",
 	"cenkalti":      "cenkalti/backoff/v5",
 	"apimachinery":  "apimachinery wait",
 	"timer":         "bare time.AfterFunc",
@@ -167,6 +167,13 @@ var targets = []target{
 	{measure: "`Add`+`Get`+`Done`, 2 producers + 2 workers (per item)", row: "QueueAddGetDone/mode=2p2w", unit: "ns/op", ref: "clientgo", limit: 0.70, zeroAllocs: true, beatPQ: true},
 	{measure: "`Add`+`Get`+`Done` with two priorities (half at -100), serial; client-go adds plainly", row: "QueueAddGetDonePriorities/mode=serial", unit: "ns/op", ref: "clientgo", limit: 1.0, zeroAllocs: true, beatPQ: true},
 	{measure: "`Add`+`Get`+`Done` with two priorities, 2 producers + 2 workers (per item)", row: "QueueAddGetDonePriorities/mode=2p2w", unit: "ns/op", ref: "clientgo", limit: 1.0, zeroAllocs: true, beatPQ: true},
+	{measure: "`Add`+`Get`+`Done` with two priorities, serial, against controller-runtime's priority queue (issue 21)", row: "QueueAddGetDonePriorities/mode=serial", unit: "ns/op", ref: "priorityqueue", limit: 0.05, zeroAllocs: true},
+	{measure: "`Add`+`Get`+`Done` with two priorities, 2p2w, against controller-runtime's priority queue (issue 21)", row: "QueueAddGetDonePriorities/mode=2p2w", unit: "ns/op", ref: "priorityqueue", limit: 0.05, zeroAllocs: true},
+	{measure: "`Limiter.Allow`, one goroutine (issue 23)", row: "LimiterAllow/mode=serial", unit: "ns/op", ref: "xrate", limit: 0.5, zeroAllocs: true},
+	{measure: "`Limiter.Allow`, GOMAXPROCS goroutines on one limiter (issue 23)", row: "LimiterAllow/mode=parallel", unit: "ns/op", ref: "xrate", limit: 0.5, zeroAllocs: true},
+	{measure: "`Limiter.Wait` that has to wait: allocations (issue 23)", row: "LimiterWait", unit: "allocs/op", ref: "xrate", limit: 0, absolute: true},
+	{measure: "`KeyedLimiter.Allow` over 1M keys, against a mutex and a map of x/time/rate limiters (issue 23)", row: "KeyedLimiterAllow/keys=1M", unit: "ns/op", ref: "xrate", limit: 0.5, zeroAllocs: true},
+	{measure: "`KeyedLimiter` heap bytes per key at 1M keys (issue 23)", row: "KeyedLimiterAllow/keys=1M", unit: "B/key", ref: "xrate", limit: 64, absolute: true},
 	{measure: "`AddAfter` per call", row: "AddAfter", unit: "ns/op", ref: "clientgo", limit: 0.25, zeroAllocs: true, beatPQ: true},
 	{measure: "heap bytes per waiting item at 1M", row: "WaitingHeap", unit: "B/item", ref: "clientgo", limit: 0.45, beatPQ: true},
 	{measure: "`Backoff.Next`, 100k keys, serial", row: "BackoffNext/keys=100k/mode=serial", unit: "ns/op", ref: "clientgo", limit: 0.75},
@@ -229,11 +236,16 @@ func num(x float64) string {
 	return fmt.Sprintf("%.3g", x)
 }
 
-func writeTargets(w io.Writer, d *data) []verdict {
+// writeTargets writes the targets table; with onlyMeasured it leaves out the
+// targets whose row the results do not have (a partial run).
+func writeTargets(w io.Writer, d *data, onlyMeasured bool) []verdict {
 	fmt.Fprintln(w, "| measure | target | reference | ours | ours/reference | ours allocs/op | priority queue | status |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- |")
 	var vs []verdict
 	for _, t := range targets {
+		if _, ok := d.rows[t.row]; onlyMeasured && !ok {
+			continue
+		}
 		v := judge(d, t)
 		vs = append(vs, v)
 		goal := fmt.Sprintf("≤ %.2f", t.limit)
@@ -277,7 +289,7 @@ func writeTargets(w io.Writer, d *data) []verdict {
 
 // writeDetails writes one table per benchmark function: the median of every
 // unit for every implementation, and ours divided by each of the others.
-func writeDetails(w io.Writer, d *data) {
+func writeDetails(w io.Writer, d *data, heading string) {
 	var benches []string
 	byBench := map[string][]*series{}
 	for _, k := range d.order {
@@ -289,15 +301,7 @@ func writeDetails(w io.Writer, d *data) {
 	}
 	for _, bench := range benches {
 		rows := byBench[bench]
-		var impls []string
-		for _, im := range implOrder {
-			for _, s := range rows {
-				if len(s.values[im]) > 0 {
-					impls = append(impls, im)
-					break
-				}
-			}
-		}
+		impls := implsOf(rows)
 		var others []string
 		hasOurs := slices.Contains(impls, ours)
 		for _, im := range impls {
@@ -305,7 +309,7 @@ func writeDetails(w io.Writer, d *data) {
 				others = append(others, im)
 			}
 		}
-		fmt.Fprintf(w, "\n### %s\n\n", bench)
+		fmt.Fprintf(w, "\n%s %s\n\n", heading, bench)
 		head := "| parameters | unit |"
 		sep := "| --- | --- |"
 		for _, im := range impls {
@@ -314,7 +318,7 @@ func writeDetails(w io.Writer, d *data) {
 		}
 		if hasOurs {
 			for _, im := range others {
-				head += " ours/" + implLabels[im] + " |"
+				head += " ours/" + label(im) + " |"
 				sep += " ---: |"
 			}
 		}
@@ -327,10 +331,7 @@ func writeDetails(w io.Writer, d *data) {
 					units[u] = true
 				}
 			}
-			for _, u := range unitOrder {
-				if !units[u] {
-					continue
-				}
+			for _, u := range unitsOf(units) {
 				label := u
 				if higherIsBetter[u] {
 					label += " (higher is better)"
@@ -362,6 +363,64 @@ func writeDetails(w io.Writer, d *data) {
 			}
 		}
 	}
+}
+
+// label is what the tables call an implementation: its label when it has
+// one, else its impl= value as the benchmark names it.
+func label(impl string) string {
+	if l, ok := implLabels[impl]; ok {
+		return l
+	}
+	return impl
+}
+
+// implsOf lists the implementations measured in rows, in implOrder, with
+// any implementation implOrder does not name (a benchmark's own baseline)
+// before ours, in name order.
+func implsOf(rows []*series) []string {
+	present := map[string]bool{}
+	for _, s := range rows {
+		for im, byUnit := range s.values {
+			if len(byUnit) > 0 {
+				present[im] = true
+			}
+		}
+	}
+	var impls, extra []string
+	for _, im := range implOrder {
+		if present[im] && im != ours {
+			impls = append(impls, im)
+		}
+	}
+	for im := range present {
+		if !slices.Contains(implOrder, im) {
+			extra = append(extra, im)
+		}
+	}
+	slices.Sort(extra)
+	impls = append(impls, extra...)
+	if present[ours] {
+		impls = append(impls, ours)
+	}
+	return impls
+}
+
+// unitsOf orders the units present: unitOrder first, then any other unit a
+// benchmark reported (its own metric, such as B/key), in name order.
+func unitsOf(present map[string]bool) []string {
+	var us, extra []string
+	for _, u := range unitOrder {
+		if present[u] {
+			us = append(us, u)
+		}
+	}
+	for u := range present {
+		if !slices.Contains(unitOrder, u) {
+			extra = append(extra, u)
+		}
+	}
+	slices.Sort(extra)
+	return append(us, extra...)
 }
 
 // writeHeadline writes the ratios the README quotes.
@@ -445,6 +504,9 @@ const method = `## What is compared, and how
   time (getrusage) over a 2 s real-time window, next to the same window measured with no queue.
 - **Per-key Backoff and limiters**: string keys shaped like ` + "`ns-12/object-345`" + `; the Backoff holds an entry
   for every key before timing (steady state); parallel runs use ` + "`b.RunParallel`" + ` (GOMAXPROCS goroutines).
+- **Limiters**: x/time/rate's ` + "`Reserve`" + ` against our token bucket's ` + "`When`" + ` (BucketWhen), its ` + "`Allow`" + ` and
+  ` + "`Wait`" + ` against our ` + "`Limiter`" + `'s, and one ` + "`sync.Mutex`" + ` around a ` + "`map[string]*rate.Limiter`" + ` (what services
+  write by hand) against our ` + "`KeyedLimiter`" + `; ` + "`B/key`" + ` is the heap the keyed limiter took per key.
 - **Retry**: one op is a retried call of a function that fails 9 times and then succeeds; with 0 delays (each
   library handles a zero delay its own way: ours skips the timer, the others arm a 0-length one) and with 1 ns
   delays (every library arms a real timer, already expired when waited on, so nothing sleeps).`
@@ -461,6 +523,7 @@ func main() {
 		commit    = flag.String("commit", "", "commit measured")
 		command   = flag.String("command", "bench/run.sh", "command that produced the results")
 		how       = flag.String("how", "", "how the rounds were run (markdown)")
+		partial   = flag.Bool("partial", false, "the results are a partial run (ONLY=...): append them to -out as a section of their own instead of rewriting it")
 	)
 	flag.Parse()
 	d, err := read(*raw)
@@ -473,6 +536,15 @@ func main() {
 		cpu = *cpuFlag
 	case *cpuFlag != "" && *cpuFlag != cpu:
 		cpu = fmt.Sprintf("%s (/proc/cpuinfo model name: %s)", cpu, *cpuFlag)
+	}
+	if *partial {
+		if err := writePartial(*out, d, partialRun{
+			command: *command, cpu: cpu, cores: *cores, goVersion: *goVersion, rounds: *rounds,
+			commit: *commit, how: *how, statsFile: *statsFile,
+		}); err != nil {
+			log.Fatal(err)
+		}
+		return
 	}
 	var b bytes.Buffer
 	fmt.Fprintln(&b, "# Benchmarks")
@@ -503,9 +575,11 @@ func main() {
 	}
 	fmt.Fprintln(&b, method)
 	fmt.Fprintln(&b)
-	fmt.Fprintln(&b, "## Targets (issue 5)")
+	fmt.Fprintln(&b, "## Targets")
 	fmt.Fprintln(&b)
-	writeTargets(&b, d)
+	fmt.Fprintln(&b, "Issue 5's targets, and those of later issues as named in each row.")
+	fmt.Fprintln(&b)
+	writeTargets(&b, d, false)
 	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "## Headline")
 	fmt.Fprintln(&b)
@@ -514,7 +588,7 @@ func main() {
 	fmt.Fprintln(&b, "## Every comparison")
 	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "Medians; the ratio columns divide ours by each other implementation.")
-	writeDetails(&b, d)
+	writeDetails(&b, d, "###")
 	if *statsFile != "" {
 		st, err := os.ReadFile(*statsFile)
 		if err != nil {
@@ -533,4 +607,97 @@ func main() {
 	if err := os.WriteFile(*out, b.Bytes(), 0o644); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// partialRun describes a run of some benchmark functions only.
+type partialRun struct {
+	command, cpu, cores, goVersion, commit, how, statsFile string
+	rounds                                                 int
+}
+
+// Markers of the section a partial run appends. A full run rewrites the
+// whole file, and so drops the section: its rows are then measured afresh.
+const (
+	generatedLine = "<!-- Generated by bench/run.sh (bench/cmd/benchreport). Do not edit by hand. -->"
+	noticeMarker  = "<!-- partial-notice -->"
+	partialMarker = "<!-- partial-run: a full bench/run.sh removes this section -->"
+)
+
+// writePartial appends to the report at path a section with the results of
+// a partial run, replacing the section of an earlier partial run: the rows
+// of the full run stay as they were, and a notice at the top says that some
+// were re-measured.
+func writePartial(path string, d *data, r partialRun) error {
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	doc := string(old)
+	if i := strings.Index(doc, partialMarker); i >= 0 {
+		doc = strings.TrimRight(doc[:i], "\n") + "\n"
+	}
+	var names []string
+	for _, k := range d.order {
+		if name := d.rows[k].bench; !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	notice := noticeMarker + "\n> " + fmt.Sprintf("Re-measured after this run, alone: %s (see [Re-measured rows](#re-measured-rows) at the end).", strings.Join(names, ", ")) +
+		" Where a row appears in both places, the one at the end is newer.\n"
+	if i := strings.Index(doc, noticeMarker); i >= 0 {
+		end := strings.Index(doc[i:], "\n\n")
+		if end < 0 {
+			return fmt.Errorf("%s: notice without an end", path)
+		}
+		doc = doc[:i] + strings.TrimSuffix(notice, "\n") + doc[i+end:]
+	} else if i := strings.Index(doc, generatedLine); i >= 0 {
+		at := i + len(generatedLine) + 1
+		doc = doc[:at] + "\n" + notice + doc[at:]
+	} else {
+		return fmt.Errorf("%s: not a report written by benchreport (no %q line)", path, generatedLine)
+	}
+	var b bytes.Buffer
+	b.WriteString(doc)
+	fmt.Fprintln(&b)
+	fmt.Fprintln(&b, partialMarker)
+	fmt.Fprintln(&b, "## Re-measured rows")
+	fmt.Fprintln(&b)
+	fmt.Fprintln(&b, "These benchmark functions were run again after the full run above, by themselves, with every")
+	fmt.Fprintln(&b, "implementation they compare, in the same interleaved rounds.")
+	fmt.Fprintln(&b)
+	fmt.Fprintln(&b, "| | |")
+	fmt.Fprintln(&b, "| --- | --- |")
+	fmt.Fprintf(&b, "| command | `%s` |\n", r.command)
+	fmt.Fprintf(&b, "| CPU | %s |\n", r.cpu)
+	fmt.Fprintf(&b, "| cores | %s |\n", r.cores)
+	fmt.Fprintf(&b, "| Go | %s |\n", r.goVersion)
+	fmt.Fprintf(&b, "| rounds | %d |\n", r.rounds)
+	if r.commit != "" {
+		fmt.Fprintf(&b, "| commit | %s |\n", r.commit)
+	}
+	fmt.Fprintln(&b)
+	if r.how != "" {
+		fmt.Fprintln(&b, r.how)
+		fmt.Fprintln(&b)
+	}
+	fmt.Fprintln(&b, "### Targets of these rows")
+	fmt.Fprintln(&b)
+	writeTargets(&b, d, true)
+	fmt.Fprintln(&b)
+	fmt.Fprintln(&b, "### Every comparison of these rows")
+	writeDetails(&b, d, "####")
+	if r.statsFile != "" {
+		st, err := os.ReadFile(r.statsFile)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(&b)
+		fmt.Fprintln(&b, "### benchstat of these rows")
+		fmt.Fprintln(&b)
+		fmt.Fprintln(&b, "```")
+		b.Write(bytes.TrimRight(st, "\n"))
+		fmt.Fprintln(&b)
+		fmt.Fprintln(&b, "```")
+	}
+	return os.WriteFile(path, b.Bytes(), 0o644)
 }
