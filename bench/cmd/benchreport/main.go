@@ -537,11 +537,12 @@ func main() {
 	case *cpuFlag != "" && *cpuFlag != cpu:
 		cpu = fmt.Sprintf("%s (/proc/cpuinfo model name: %s)", cpu, *cpuFlag)
 	}
+	run := runInfo{
+		command: *command, cpu: cpu, cores: *cores, goVersion: *goVersion, rounds: *rounds,
+		commit: *commit, how: *how, statsFile: *statsFile,
+	}
 	if *partial {
-		if err := writePartial(*out, d, partialRun{
-			command: *command, cpu: cpu, cores: *cores, goVersion: *goVersion, rounds: *rounds,
-			commit: *commit, how: *how, statsFile: *statsFile,
-		}); err != nil {
+		if err := writePartial(*out, d, run); err != nil {
 			log.Fatal(err)
 		}
 		return
@@ -556,17 +557,7 @@ func main() {
 	fmt.Fprintln(&b, "cenkalti/backoff/v5 and golang.org/x/time/rate. Every figure is the median over the rounds; every ratio")
 	fmt.Fprintln(&b, "is ours divided by theirs (lower is better, except items/s).")
 	fmt.Fprintln(&b)
-	fmt.Fprintln(&b, "| | |")
-	fmt.Fprintln(&b, "| --- | --- |")
-	fmt.Fprintf(&b, "| command | `%s` |\n", *command)
-	fmt.Fprintf(&b, "| CPU | %s |\n", cpu)
-	fmt.Fprintf(&b, "| cores | %s |\n", *cores)
-	fmt.Fprintf(&b, "| Go | %s |\n", *goVersion)
-	fmt.Fprintf(&b, "| rounds | %d |\n", *rounds)
-	if *commit != "" {
-		fmt.Fprintf(&b, "| commit | %s |\n", *commit)
-	}
-	fmt.Fprintln(&b)
+	writeRunTable(&b, run)
 	if *how != "" {
 		fmt.Fprintln(&b, "## How it was run")
 		fmt.Fprintln(&b)
@@ -589,28 +580,17 @@ func main() {
 	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "Medians; the ratio columns divide ours by each other implementation.")
 	writeDetails(&b, d, "###")
-	if *statsFile != "" {
-		st, err := os.ReadFile(*statsFile)
-		if err != nil {
-			log.Fatal(err)
-		}
-		fmt.Fprintln(&b)
-		fmt.Fprintln(&b, "## benchstat")
-		fmt.Fprintln(&b)
-		fmt.Fprintln(&b, "`benchstat -col /impl` over the same raw results (bench/results.txt), with its 95% confidence intervals.")
-		fmt.Fprintln(&b)
-		fmt.Fprintln(&b, "```")
-		b.Write(bytes.TrimRight(st, "\n"))
-		fmt.Fprintln(&b)
-		fmt.Fprintln(&b, "```")
+	if err := writeBenchstat(&b, run.statsFile, "## benchstat",
+		"`benchstat -col /impl` over the same raw results (bench/results.txt), with its 95% confidence intervals."); err != nil {
+		log.Fatal(err)
 	}
 	if err := os.WriteFile(*out, b.Bytes(), 0o644); err != nil {
 		log.Fatal(err)
 	}
 }
 
-// partialRun describes a run of some benchmark functions only.
-type partialRun struct {
+// runInfo describes a run: what was run, where and how.
+type runInfo struct {
 	command, cpu, cores, goVersion, commit, how, statsFile string
 	rounds                                                 int
 }
@@ -627,7 +607,7 @@ const (
 // a partial run, replacing the section of an earlier partial run: the rows
 // of the full run stay as they were, and a notice at the top says that some
 // were re-measured.
-func writePartial(path string, d *data, r partialRun) error {
+func writePartial(path string, d *data, r runInfo) error {
 	old, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -665,17 +645,7 @@ func writePartial(path string, d *data, r partialRun) error {
 	fmt.Fprintln(&b, "These benchmark functions were run again after the full run above, by themselves, with every")
 	fmt.Fprintln(&b, "implementation they compare, in the same interleaved rounds.")
 	fmt.Fprintln(&b)
-	fmt.Fprintln(&b, "| | |")
-	fmt.Fprintln(&b, "| --- | --- |")
-	fmt.Fprintf(&b, "| command | `%s` |\n", r.command)
-	fmt.Fprintf(&b, "| CPU | %s |\n", r.cpu)
-	fmt.Fprintf(&b, "| cores | %s |\n", r.cores)
-	fmt.Fprintf(&b, "| Go | %s |\n", r.goVersion)
-	fmt.Fprintf(&b, "| rounds | %d |\n", r.rounds)
-	if r.commit != "" {
-		fmt.Fprintf(&b, "| commit | %s |\n", r.commit)
-	}
-	fmt.Fprintln(&b)
+	writeRunTable(&b, r)
 	if r.how != "" {
 		fmt.Fprintln(&b, r.how)
 		fmt.Fprintln(&b)
@@ -686,18 +656,47 @@ func writePartial(path string, d *data, r partialRun) error {
 	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "### Every comparison of these rows")
 	writeDetails(&b, d, "####")
-	if r.statsFile != "" {
-		st, err := os.ReadFile(r.statsFile)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(&b)
-		fmt.Fprintln(&b, "### benchstat of these rows")
-		fmt.Fprintln(&b)
-		fmt.Fprintln(&b, "```")
-		b.Write(bytes.TrimRight(st, "\n"))
-		fmt.Fprintln(&b)
-		fmt.Fprintln(&b, "```")
+	if err := writeBenchstat(&b, r.statsFile, "### benchstat of these rows", ""); err != nil {
+		return err
 	}
 	return os.WriteFile(path, b.Bytes(), 0o644)
+}
+
+// writeRunTable writes the table that says what was run, where and how.
+func writeRunTable(w io.Writer, r runInfo) {
+	fmt.Fprintln(w, "| | |")
+	fmt.Fprintln(w, "| --- | --- |")
+	fmt.Fprintf(w, "| command | `%s` |\n", r.command)
+	fmt.Fprintf(w, "| CPU | %s |\n", r.cpu)
+	fmt.Fprintf(w, "| cores | %s |\n", r.cores)
+	fmt.Fprintf(w, "| Go | %s |\n", r.goVersion)
+	fmt.Fprintf(w, "| rounds | %d |\n", r.rounds)
+	if r.commit != "" {
+		fmt.Fprintf(w, "| commit | %s |\n", r.commit)
+	}
+	fmt.Fprintln(w)
+}
+
+// writeBenchstat appends benchstat's output from path (nothing when path is
+// empty) under heading, after intro when there is one.
+func writeBenchstat(w io.Writer, path, heading, intro string) error {
+	if path == "" {
+		return nil
+	}
+	st, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, heading)
+	fmt.Fprintln(w)
+	if intro != "" {
+		fmt.Fprintln(w, intro)
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w, "```")
+	w.Write(bytes.TrimRight(st, "\n"))
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "```")
+	return nil
 }
