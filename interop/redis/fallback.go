@@ -70,7 +70,7 @@ func (f *fallback) setKeyLimit(key string, p *params) {
 func (f *fallback) reserve(key string, n int, p *params, maxWait time.Duration) decision {
 	rate, burst := f.share(p.rate, p.burst)
 	if n > burst && p.interval != 0 {
-		return decision{Result: Result{RetryAfter: -1}}
+		return f.result(decision{Result: Result{RetryAfter: -1}}, rate, burst)
 	}
 	if maxWait == 0 && f.allow(key, n) {
 		// Allow's common case, without building reservations.

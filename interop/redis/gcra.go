@@ -140,7 +140,9 @@ type Result struct {
 	// ResetAfter is how long until the bucket is full again.
 	ResetAfter time.Duration
 	// Shared says whether Redis made the decision (true) or the local
-	// fallback did (false).
+	// fallback did (false). The fallback of a KeyedLimiter, the library's
+	// backoff.KeyedLimiter, does not tell a key's tokens: its decisions
+	// have Remaining and ResetAfter 0.
 	Shared bool
 }
 
