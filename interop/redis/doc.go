@@ -12,10 +12,12 @@
 //
 //   - [Limiter] and [KeyedLimiter]: a token bucket (one, or one per key),
 //     decided by the generic cell rate algorithm in a Lua script, one round
-//     trip per decision, on the Redis server's clock, so that processes with
-//     skewed clocks agree. For the same rate and burst they admit the events
-//     that github.com/go-redis/redis_rate admits. [KeyedLimiter.AllowBatch]
-//     decides for many keys in one round trip.
+//     trip per decision at most, on the Redis server's clock, so that
+//     processes with skewed clocks agree. For the same rate and burst they
+//     admit the events that github.com/go-redis/redis_rate admits.
+//     [KeyedLimiter.AllowBatch] decides for many keys in one round trip, and
+//     the decisions that goroutines of a process ask for while a round trip
+//     of the same limiter is in flight travel together in the next one.
 //   - [ItemExponentialFailureRateLimiter]: the library's item-exponential
 //     requeue limiter with its failure counts in Redis; it implements
 //     backoff.RateLimiter, so it plugs into backoff.NewRateLimitingQueue and
@@ -52,7 +54,10 @@
 // Every call to Redis has a deadline: the sooner of the caller's context's
 // and [WithTimeout]'s (default 50 ms) from the call's start. (A caller's
 // context whose deadline comes first is used as it is, which saves deriving
-// a context per call.) A call that fails or times out marks Redis
+// a context per call.) A call that carries other goroutines' decisions to
+// Redis with its own finishes that round trip even if its context is
+// cancelled, but not past its deadline; a call waiting for a round trip in
+// flight leaves at its deadline. A call that fails or times out marks Redis
 // unavailable: the decision, and the following ones, are made by a local
 // fallback — the library's own backoff.Limiter or backoff.KeyedLimiter in the
 // process, with the rate and burst divided by [WithExpectedReplicas] — or

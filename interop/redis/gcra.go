@@ -23,9 +23,10 @@ import (
 //
 // ARGV: the emission interval in µs (a float, 0 for an infinite rate), the
 // burst, n, and the longest wait in µs the caller accepts (0: admit only now,
-// as Allow; -1: any wait, as Reserve); then, only when some key of the call
-// has its own limit, an interval and a burst for each key, in KEYS' order,
-// which replace the first two. A decision that admits moves the TAT by n
+// as Allow; -1: any wait, as Reserve); then, only when the keys of the call
+// do not all ask the same (a key with its own limit, or decisions of several
+// callers sent together), these four for each key, in KEYS' order, which
+// replace the first four. A decision that admits moves the TAT by n
 // intervals; one that refuses leaves the key untouched. The key expires when
 // its TAT passes, at which point it is equivalent to an absent key: memory is
 // bounded by the keys used within the last burst·interval.
@@ -44,8 +45,10 @@ local now = (tonumber(t[1]) - 1483228800) * 1000000 + tonumber(t[2])
 local out = {now}
 for i, key in ipairs(KEYS) do
   if own then
-    interval = tonumber(ARGV[3 + 2 * i])
-    burst = tonumber(ARGV[4 + 2 * i])
+    interval = tonumber(ARGV[1 + 4 * i])
+    burst = tonumber(ARGV[2 + 4 * i])
+    n = tonumber(ARGV[3 + 4 * i])
+    max_wait = tonumber(ARGV[4 + 4 * i])
   end
   if interval == 0 then
     -- an infinite rate: the bucket is always full, nothing is stored
@@ -161,6 +164,8 @@ type gcra struct {
 	// load; replaced, never changed, under ownMu.
 	own   atomic.Pointer[map[string]*params]
 	ownMu sync.Mutex
+
+	co coalescer
 }
 
 // params is a rate and a burst, with the script's arguments for them, boxed
@@ -284,64 +289,87 @@ var (
 	argAnyWait any = "-1"
 )
 
-// redisDecide asks Redis about keys and fills out (one per key). maxWait < 0
-// means any wait.
+// ask is what one key of a round trip asks: n events, waiting at most
+// maxWait (any wait if negative), under the key's rate and burst.
+type ask struct {
+	p       *params
+	n       int
+	maxWait time.Duration
+}
+
+func (a ask) nArg() any {
+	if a.n == 1 {
+		return argOne
+	}
+	return strconv.Itoa(a.n)
+}
+
+func (a ask) waitArg() any {
+	switch {
+	case a.maxWait < 0:
+		return argAnyWait
+	case a.maxWait == 0:
+		return argNoWait
+	}
+	return strconv.FormatInt(a.maxWait.Microseconds(), 10)
+}
+
+// redisDecide asks Redis about keys and fills out (one per key), with the
+// guard's deadline and accounting. maxWait < 0 means any wait. A decision
+// for one key may travel with other goroutines' (see coalescer).
 func (l *gcra) redisDecide(ctx context.Context, keys []string, n int, maxWait time.Duration, out []decision) error {
-	nArg, waitArg := argOne, argNoWait
-	if n != 1 {
-		nArg = strconv.Itoa(n)
-	}
-	if maxWait < 0 {
-		waitArg = argAnyWait
-	} else if maxWait > 0 {
-		waitArg = strconv.FormatInt(maxWait.Microseconds(), 10)
-	}
-	p := l.params.Load()
-	var perKey []*params // nil unless some key has its own limit
-	if own := l.own.Load(); own != nil {
-		for i, k := range keys {
-			if kp, ok := (*own)[k]; ok {
-				if perKey == nil {
-					perKey = make([]*params, len(keys))
-					for j := range perKey {
-						perKey[j] = p
-					}
-				}
-				perKey[i] = kp
-			}
-		}
-	}
 	callCtx, cancel := l.guard.begin(ctx)
-	var cmd *goredis.Cmd
-	if perKey == nil {
-		cmd = gcraScript.Run(callCtx, l.client, keys, p.intervalArg, p.burstArg, nArg, waitArg)
+	var err error
+	if len(keys) == 1 {
+		out[0], err = l.co.decide(l, callCtx, keys[0], ask{p: l.paramsOf(keys[0]), n: n, maxWait: maxWait})
 	} else {
-		args := make([]any, 0, 4+2*len(keys))
-		args = append(args, p.intervalArg, p.burstArg, nArg, waitArg)
-		for _, kp := range perKey {
-			args = append(args, kp.intervalArg, kp.burstArg)
+		asks := make([]ask, len(keys))
+		for i, k := range keys {
+			asks[i] = ask{p: l.paramsOf(k), n: n, maxWait: maxWait}
 		}
-		cmd = gcraScript.Run(callCtx, l.client, keys, args...)
+		err = l.roundTrip(callCtx, keys, asks, out)
+	}
+	return l.guard.end(ctx, cancel, err)
+}
+
+// roundTrip runs gcraScript once for keys, asks[i] being keys[i]'s, and
+// fills out. It sends the short form when every key asks the same.
+func (l *gcra) roundTrip(ctx context.Context, keys []string, asks []ask, out []decision) error {
+	a0 := asks[0]
+	uniform := true
+	for _, a := range asks[1:] {
+		if a != a0 {
+			uniform = false
+			break
+		}
+	}
+	var cmd *goredis.Cmd
+	if uniform {
+		cmd = gcraScript.Run(ctx, l.client, keys, a0.p.intervalArg, a0.p.burstArg, a0.nArg(), a0.waitArg())
+	} else {
+		args := make([]any, 0, 4+4*len(keys))
+		args = append(args, a0.p.intervalArg, a0.p.burstArg, a0.nArg(), a0.waitArg())
+		for _, a := range asks {
+			args = append(args, a.p.intervalArg, a.p.burstArg, a.nArg(), a.waitArg())
+		}
+		cmd = gcraScript.Run(ctx, l.client, keys, args...)
 	}
 	vals, err := cmd.Int64Slice()
 	if err == nil && len(vals) != 1+4*len(keys) {
 		err = errors.New("redis: unexpected reply from the limiter script")
 	}
-	if err := l.guard.end(ctx, cancel, err); err != nil {
+	if err != nil {
 		return err
 	}
 	now := vals[0]
-	for i := range out {
+	for i := range keys {
 		v := vals[1+4*i : 5+4*i]
 		d := decision{Result: Result{
 			Allowed:    v[0] == 1,
 			Remaining:  int(v[2]),
 			ResetAfter: time.Duration(v[3]) * time.Microsecond,
 			Shared:     true,
-		}, interval: p.interval}
-		if perKey != nil {
-			d.interval = perKey[i].interval
-		}
+		}, interval: asks[i].p.interval}
 		switch {
 		case d.Allowed:
 			d.delay = time.Duration(v[1]) * time.Microsecond

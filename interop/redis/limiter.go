@@ -8,8 +8,8 @@ import (
 
 // Limiter is a token bucket shared by every process that uses the same Redis
 // and name: r events per second on average, at most burst at once, decided by
-// the generic cell rate algorithm in one Redis round trip per decision, on
-// the Redis server's clock. For the same r and burst it admits the events
+// the generic cell rate algorithm in one Redis round trip per decision at
+// most (concurrent decisions share one), on the Redis server's clock. For the same r and burst it admits the events
 // that github.com/go-redis/redis_rate admits with Limit{Rate: r, Burst:
 // burst, Period: time.Second}.
 //
