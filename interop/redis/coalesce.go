@@ -63,7 +63,7 @@ func (c *coalescer) decide(l *gcra, ctx context.Context, key string, a ask) (dec
 	if !c.flying {
 		// The queue's callers are not awake yet: take them along now,
 		// rather than fly alone past them (they would starve).
-		c.flyQueueLocked(l, ctx)
+		c.flyQueueLocked(l, ctx, q)
 		return q.d, q.err
 	}
 	if c.wake == nil {
@@ -94,7 +94,7 @@ func (c *coalescer) decide(l *gcra, ctx context.Context, key string, a ask) (dec
 			c.mu.Unlock()
 			return q.d, q.err
 		case q.state == waiting && !c.flying && ctx.Err() == nil:
-			c.flyQueueLocked(l, ctx)
+			c.flyQueueLocked(l, ctx, q)
 			return q.d, q.err
 		}
 		wake = c.wake
@@ -102,12 +102,27 @@ func (c *coalescer) decide(l *gcra, ctx context.Context, key string, a ask) (dec
 	}
 }
 
-// flyQueueLocked takes the queue to Redis; it is called with c.mu held,
-// and returns with it released, after the round trip.
-func (c *coalescer) flyQueueLocked(l *gcra, ctx context.Context) {
+// maxFlight bounds the decisions of one round trip: a script holds Redis
+// for its whole run, so a very long queue goes in several.
+const maxFlight = 128
+
+// flyQueueLocked takes q and the queue, up to maxFlight decisions, to Redis;
+// it is called with c.mu held, and returns with it released, after the round
+// trip. What does not fit stays queued for the next round trip.
+func (c *coalescer) flyQueueLocked(l *gcra, ctx context.Context, q *queued) {
 	c.flying = true
-	batch := c.queue
-	c.queue = nil
+	batch := []*queued{q}
+	var rest []*queued
+	for _, x := range c.queue {
+		switch {
+		case x == q:
+		case len(batch) < maxFlight:
+			batch = append(batch, x)
+		default:
+			rest = append(rest, x)
+		}
+	}
+	c.queue = rest
 	for _, b := range batch {
 		b.state = inFlight
 	}

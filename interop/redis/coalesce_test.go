@@ -153,3 +153,37 @@ func TestConcurrentCallersAdmitExactlyTheBurst(t *testing.T) {
 	assert.Equal(t, int64(100), admitted.Load())
 	assert.Equal(t, uint64(400), k.Stats().Shared)
 }
+
+// A long queue goes in round trips of at most 128 decisions, since a script
+// holds Redis for its whole run.
+func TestLongQueueGoesInSeveralRoundTrips(t *testing.T) {
+	s := startServer(t)
+	c := s.client()
+	k := backoffredis.NewKeyedLimiter(c, "co", 1e-3, 150, generous)
+	ctx := context.Background()
+	require.True(t, k.Allow(ctx, "warm-up"))
+	const callers = 201 // one in flight, 200 queued
+	queued := make(chan struct{}, callers)
+	backoffredis.OnQueued(k, func() { queued <- struct{}{} })
+	before := scriptCalls(t, c)
+
+	s.stop()
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if k.Allow(ctx, "k") {
+				admitted.Add(1)
+			}
+		}()
+	}
+	for range callers - 1 {
+		<-queued
+	}
+	s.cont()
+	wg.Wait()
+	assert.Equal(t, before+1+2, scriptCalls(t, c), "the flight, then 128 and 72")
+	assert.Equal(t, int64(150), admitted.Load())
+}
