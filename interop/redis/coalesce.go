@@ -25,9 +25,9 @@ type coalescer struct {
 	flying bool          // a round trip is in flight
 	queue  []*queued     // calls waiting for the next round trip
 	wake   chan struct{} // closed when a round trip lands; then replaced
-	// queued, when set (by tests only), is called after a caller joins the
+	// onQueued, when set (by tests only), is called after a caller joins the
 	// queue behind a round trip in flight.
-	queued func()
+	onQueued func()
 }
 
 type queued struct {
@@ -71,8 +71,8 @@ func (c *coalescer) decide(l *gcra, ctx context.Context, key string, a ask) (dec
 	}
 	wake := c.wake
 	c.mu.Unlock()
-	if c.queued != nil {
-		c.queued()
+	if c.onQueued != nil {
+		c.onQueued()
 	}
 	for {
 		select {
