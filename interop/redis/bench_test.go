@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,6 +26,11 @@ const (
 	benchKeys  = 1000
 	benchRate  = 1e9
 	benchBurst = 1 << 30
+	// benchTimeout is the limiter's timeout in BenchmarkAllowParallel: long,
+	// so that its ctx=deadline case can pass a sooner deadline that still
+	// outlasts the benchmark. The cost of a derived context does not depend
+	// on its length.
+	benchTimeout = time.Hour
 )
 
 func benchKeyNames() []string {
@@ -50,10 +56,20 @@ func measure(b *testing.B, decide func(i int)) {
 	}
 	elapsed := time.Since(start)
 	b.StopTimer()
+	reportLatencies(b, float64(b.N)/elapsed.Seconds(), lat, "")
+}
+
+// reportLatencies reports decisions/s and the p50 and p99 of lat, whose
+// unit is suffixed with per ("/batch", or "" for one decision).
+func reportLatencies(b *testing.B, perSecond float64, lat []time.Duration, per string) {
+	b.Helper()
+	if len(lat) == 0 {
+		return
+	}
 	slices.Sort(lat)
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "decisions/s")
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+	b.ReportMetric(perSecond, "decisions/s")
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs"+per)
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs"+per)
 }
 
 func BenchmarkAllow(b *testing.B) {
@@ -81,38 +97,71 @@ func BenchmarkAllow(b *testing.B) {
 }
 
 // BenchmarkAllowParallel measures decisions/s from one process with many
-// goroutines sharing one client (its connection pool).
+// goroutines (8 per GOMAXPROCS) sharing one client (its connection pool),
+// and the p50 and p99 latency of one decision. ctx=background passes a
+// context without deadline, so that our limiter derives one per call (its
+// WithTimeout); ctx=deadline passes one whose deadline is sooner than the
+// limiter's timeout, which the limiter uses as it is.
 func BenchmarkAllowParallel(b *testing.B) {
 	s := startServer(b)
 	keys := benchKeyNames()
-	ctx := context.Background()
-	parallel := func(b *testing.B, decide func(i int) bool) {
-		var next atomic.Int64
+	parallel := func(b *testing.B, ctx context.Context, decide func(ctx context.Context, i int) bool) {
+		var (
+			next atomic.Int64
+			mu   sync.Mutex
+			lat  = make([]time.Duration, 0, b.N)
+		)
 		b.ReportAllocs()
 		b.SetParallelism(8)
 		start := time.Now()
 		b.RunParallel(func(pb *testing.PB) {
+			mine := make([]time.Duration, 0, 1024)
 			for pb.Next() {
-				if !decide(int(next.Add(1))) {
+				t0 := time.Now()
+				ok := decide(ctx, int(next.Add(1)))
+				mine = append(mine, time.Since(t0))
+				if !ok {
 					b.Error("refused")
-					return
+					break
 				}
 			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			mu.Unlock()
 		})
-		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "decisions/s")
+		elapsed := time.Since(start)
+		b.StopTimer()
+		reportLatencies(b, float64(b.N)/elapsed.Seconds(), lat, "")
 	}
-	b.Run("impl=ours", func(b *testing.B) {
-		k := backoffredis.NewKeyedLimiter(s.client(), "bench", benchRate, benchBurst, generous)
-		parallel(b, func(i int) bool { return k.Allow(ctx, keys[i%benchKeys]) })
-	})
-	b.Run("impl=redis_rate", func(b *testing.B) {
-		l := redis_rate.NewLimiter(s.client())
-		limit := redis_rate.Limit{Rate: benchRate, Burst: benchBurst, Period: time.Second}
-		parallel(b, func(i int) bool {
-			r, err := l.Allow(ctx, keys[i%benchKeys], limit)
-			return err == nil && r.Allowed > 0
+	for _, c := range []struct {
+		name string
+		ctx  func(b *testing.B) context.Context
+	}{
+		{"ctx=background", func(*testing.B) context.Context { return context.Background() }},
+		{"ctx=deadline", func(b *testing.B) context.Context {
+			// A deadline that does not pass during the benchmark, yet
+			// sooner than the limiter's timeout (benchTimeout).
+			ctx, cancel := context.WithTimeout(context.Background(), benchTimeout/2)
+			b.Cleanup(cancel)
+			return ctx
+		}},
+	} {
+		b.Run(c.name+"/impl=ours", func(b *testing.B) {
+			k := backoffredis.NewKeyedLimiter(s.client(), "bench", benchRate, benchBurst, backoffredis.WithTimeout(benchTimeout))
+			parallel(b, c.ctx(b), func(ctx context.Context, i int) bool { return k.Allow(ctx, keys[i%benchKeys]) })
+			if st := k.Stats(); st.Fallback != 0 || st.Errors != 0 {
+				b.Fatalf("decisions not all shared: %+v", st)
+			}
 		})
-	})
+		b.Run(c.name+"/impl=redis_rate", func(b *testing.B) {
+			l := redis_rate.NewLimiter(s.client())
+			limit := redis_rate.Limit{Rate: benchRate, Burst: benchBurst, Period: time.Second}
+			parallel(b, c.ctx(b), func(ctx context.Context, i int) bool {
+				r, err := l.Allow(ctx, keys[i%benchKeys], limit)
+				return err == nil && r.Allowed > 0
+			})
+		})
+	}
 }
 
 // BenchmarkAllowBatch decides for 100 keys per round trip; decisions/s
@@ -138,8 +187,5 @@ func BenchmarkAllowBatch(b *testing.B) {
 	}
 	elapsed := time.Since(start)
 	b.StopTimer()
-	slices.Sort(lat)
-	b.ReportMetric(float64(b.N*batch)/elapsed.Seconds(), "decisions/s")
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs/batch")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs/batch")
+	reportLatencies(b, float64(b.N*batch)/elapsed.Seconds(), lat, "/batch")
 }

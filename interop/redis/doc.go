@@ -12,10 +12,12 @@
 //
 //   - [Limiter] and [KeyedLimiter]: a token bucket (one, or one per key),
 //     decided by the generic cell rate algorithm in a Lua script, one round
-//     trip per decision, on the Redis server's clock, so that processes with
-//     skewed clocks agree. For the same rate and burst they admit the events
-//     that github.com/go-redis/redis_rate admits. [KeyedLimiter.AllowBatch]
-//     decides for many keys in one round trip.
+//     trip per decision at most, on the Redis server's clock, so that
+//     processes with skewed clocks agree. For the same rate and burst they
+//     admit the events that github.com/go-redis/redis_rate admits.
+//     [KeyedLimiter.AllowBatch] decides for many keys in one round trip, and
+//     the decisions that goroutines of a process ask for while a round trip
+//     of the same limiter is in flight travel together in the next one.
 //   - [ItemExponentialFailureRateLimiter]: the library's item-exponential
 //     requeue limiter with its failure counts in Redis; it implements
 //     backoff.RateLimiter, so it plugs into backoff.NewRateLimitingQueue and
@@ -24,10 +26,11 @@
 // # Signatures
 //
 // The methods keep the names of golang.org/x/time/rate and of the library's
-// in-process limiter (Allow, AllowN, Reserve, ReserveN, Wait, WaitN, Limit,
-// Burst), with two changes that a network call requires: every method that
-// may call Redis takes a context first, and the forms that return detail
-// also return an error. Allow(ctx) bool answers the common question in one
+// in-process limiters (Allow, AllowN, Reserve, ReserveN, Wait, WaitN, Limit,
+// Burst, SetLimit, SetBurst, Tokens; SetKeyLimit and ClearKeyLimit for a
+// key's own limit), with two changes that a network call requires: every
+// method that may call Redis takes a context first, and the forms that
+// return detail also return an error. Allow(ctx) bool answers the common question in one
 // value and never fails: it reads false where AllowN would return an error.
 // AllowN(ctx, n) (Result, error) returns the detail (remaining events,
 // retry-after, whether Redis or the fallback decided) and an error only when
@@ -36,14 +39,29 @@
 // limiter keeps backoff.RateLimiter's method set exactly (no context, no
 // error), since queues call it; it bounds each call with the timeout instead.
 //
+// The rate and burst, including a key's own and those set later with
+// SetLimit, SetBurst and SetKeyLimit, belong to each process, as
+// golang.org/x/time/rate's do: Redis holds a bucket's state, not its limit,
+// so every process that shares a limit must be given the same (from the same
+// configuration). A change carries the bucket over in time rather than in
+// tokens. Left out: SetLimit and SetBurst on a KeyedLimiter (as on the
+// library's: give a key its own limit instead, or build a new limiter), the
+// *At forms taking a time.Time (the server's clock is the time), and
+// KeyedLimiter.Len (keys live in Redis, and counting them would scan).
+//
 // # When Redis is unavailable
 //
-// Every call to Redis has a deadline ([WithTimeout], default 50 ms); a
-// caller's context with an earlier deadline shortens it. A call that fails
-// or times out marks Redis unavailable: the decision, and the following ones,
-// are made by a local fallback — a token bucket per key in the process, with
-// the rate and burst divided by [WithExpectedReplicas] — or refused if the
-// limiter was built [WithFailClosed]. While Redis is unavailable, one call
+// Every call to Redis has a deadline: the sooner of the caller's context's
+// and [WithTimeout]'s (default 50 ms) from the call's start. (A caller's
+// context whose deadline comes first is used as it is, which saves deriving
+// a context per call.) A call that carries other goroutines' decisions to
+// Redis with its own finishes that round trip even if its context is
+// cancelled, but not past its deadline; a call waiting for a round trip in
+// flight leaves at its deadline. A call that fails or times out marks Redis
+// unavailable: the decision, and the following ones, are made by a local
+// fallback — the library's own backoff.Limiter or backoff.KeyedLimiter in the
+// process, with the rate and burst divided by [WithExpectedReplicas] — or
+// refused if the limiter was built [WithFailClosed]. While Redis is unavailable, one call
 // per [WithProbeInterval] tries Redis again, on the caller's goroutine, and
 // the others do not wait for it; the first probe that succeeds makes
 // decisions shared again. Each change of state is logged once ([WithLogger])

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+	"github.com/retrykit/backoff"
 	"k8s.io/utils/clock"
 )
 
@@ -18,12 +21,15 @@ import (
 // not fit a Lua double with room to spare). One TIME call serves every key,
 // so the clocks of the callers never matter.
 //
-// ARGV: the emission interval in µs (a float), the burst, n, and the longest
-// wait in µs the caller accepts (0: admit only now, as Allow; -1: any wait,
-// as Reserve). A decision that admits moves the TAT by n intervals; one that
-// refuses leaves the key untouched. The key expires when its TAT passes, at
-// which point it is equivalent to an absent key: memory is bounded by the
-// keys used within the last burst·interval.
+// ARGV: the emission interval in µs (a float, 0 for an infinite rate), the
+// burst, n, and the longest wait in µs the caller accepts (0: admit only now,
+// as Allow; -1: any wait, as Reserve); then, only when the keys of the call
+// do not all ask the same (a key with its own limit, or decisions of several
+// callers sent together), these four for each key, in KEYS' order, which
+// replace the first four. A decision that admits moves the TAT by n
+// intervals; one that refuses leaves the key untouched. The key expires when
+// its TAT passes, at which point it is equivalent to an absent key: memory is
+// bounded by the keys used within the last burst·interval.
 //
 // Returns {now, then for each key: admitted (1/0), delay µs (-1: never),
 // remaining events admissible now, µs until the bucket is full}.
@@ -33,48 +39,68 @@ local interval = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
 local n = tonumber(ARGV[3])
 local max_wait = tonumber(ARGV[4])
+local own = #ARGV > 4
 local t = redis.call('TIME')
 local now = (tonumber(t[1]) - 1483228800) * 1000000 + tonumber(t[2])
-local offset = interval * burst
 local out = {now}
-if interval == 0 then
-  -- an infinite rate: every bucket is always full, nothing is stored
-  for _ in ipairs(KEYS) do
+for i, key in ipairs(KEYS) do
+  if own then
+    interval = tonumber(ARGV[1 + 4 * i])
+    burst = tonumber(ARGV[2 + 4 * i])
+    n = tonumber(ARGV[3 + 4 * i])
+    max_wait = tonumber(ARGV[4 + 4 * i])
+  end
+  if interval == 0 then
+    -- an infinite rate: the bucket is always full, nothing is stored
     out[#out+1] = 1
     out[#out+1] = 0
     out[#out+1] = burst
     out[#out+1] = 0
-  end
-  return out
-end
-for _, key in ipairs(KEYS) do
-  local tat = tonumber(redis.call('GET', key))
-  if tat == nil or tat < now then tat = now end
-  local new_tat = tat + interval * n
-  local delay = new_tat - offset - now
-  if delay < 0 then delay = 0 end
-  if n > burst then
-    out[#out+1] = 0
-    out[#out+1] = -1
-    out[#out+1] = math.max(0, math.floor((now + offset - tat) / interval))
-    out[#out+1] = math.ceil(tat - now)
-  elseif max_wait < 0 or delay <= max_wait then
-    new_tat = math.ceil(new_tat)
-    if new_tat > now then
-      redis.call('SET', key, new_tat, 'PX', math.ceil((new_tat - now) / 1000))
-    end
-    out[#out+1] = 1
-    out[#out+1] = math.ceil(delay)
-    out[#out+1] = math.max(0, math.floor((now + offset - new_tat) / interval))
-    out[#out+1] = new_tat - now
   else
-    out[#out+1] = 0
-    out[#out+1] = math.ceil(delay)
-    out[#out+1] = math.max(0, math.floor((now + offset - tat) / interval))
-    out[#out+1] = math.ceil(tat - now)
+    local offset = interval * burst
+    local tat = tonumber(redis.call('GET', key))
+    if tat == nil or tat < now then tat = now end
+    local new_tat = tat + interval * n
+    local delay = new_tat - offset - now
+    if delay < 0 then delay = 0 end
+    if n > burst then
+      out[#out+1] = 0
+      out[#out+1] = -1
+      out[#out+1] = math.max(0, math.floor((now + offset - tat) / interval))
+      out[#out+1] = math.ceil(tat - now)
+    elseif max_wait < 0 or delay <= max_wait then
+      new_tat = math.ceil(new_tat)
+      if new_tat > now then
+        redis.call('SET', key, new_tat, 'PX', math.ceil((new_tat - now) / 1000))
+      end
+      out[#out+1] = 1
+      out[#out+1] = math.ceil(delay)
+      out[#out+1] = math.max(0, math.floor((now + offset - new_tat) / interval))
+      out[#out+1] = new_tat - now
+    else
+      out[#out+1] = 0
+      out[#out+1] = math.ceil(delay)
+      out[#out+1] = math.max(0, math.floor((now + offset - tat) / interval))
+      out[#out+1] = math.ceil(tat - now)
+    end
   end
 end
 return out
+`)
+
+// tokensScript returns, as a string (a Lua number would be truncated to an
+// integer), the tokens of KEYS[1] now: the events admissible now, at most the
+// burst, negative while reservations wait. ARGV: interval and burst, as for
+// gcraScript. It writes nothing.
+var tokensScript = goredis.NewScript(`
+local interval = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+if interval == 0 then return tostring(burst) end
+local t = redis.call('TIME')
+local now = (tonumber(t[1]) - 1483228800) * 1000000 + tonumber(t[2])
+local tat = tonumber(redis.call('GET', KEYS[1]))
+if tat == nil or tat < now then tat = now end
+return tostring((now + interval * burst - tat) / interval)
 `)
 
 // cancelScript gives back the n·interval µs (ARGV[1]) of a reservation that
@@ -117,25 +143,72 @@ type Result struct {
 	// ResetAfter is how long until the bucket is full again.
 	ResetAfter time.Duration
 	// Shared says whether Redis made the decision (true) or the local
-	// fallback did (false).
+	// fallback did (false). The fallback of a KeyedLimiter, the library's
+	// backoff.KeyedLimiter, does not tell a key's tokens: its decisions
+	// have Remaining and ResetAfter 0.
 	Shared bool
 }
 
 // gcra is the engine of Limiter and KeyedLimiter: the shared decision in
 // Redis, and the local fallback while Redis is unavailable.
 type gcra struct {
-	client      goredis.UniversalClient
-	guard       *guard
-	clock       clock.WithTicker
+	client goredis.UniversalClient
+	guard  *guard
+	clock  clock.WithDelayedExecution
+	local  *fallback
+
+	params   atomic.Pointer[params] // the limiter's rate and burst
+	paramsMu sync.Mutex             // serialises SetLimit and SetBurst
+	// own holds the keys given their own rate and burst (KeyedLimiter's
+	// SetKeyLimit): nil while there are none, so that a decision costs one
+	// load; replaced, never changed, under ownMu.
+	own   atomic.Pointer[map[string]*params]
+	ownMu sync.Mutex
+
+	co coalescer
+}
+
+// params is a rate and a burst, with the script's arguments for them, boxed
+// once so that a decision boxes none. A params is never changed: setters
+// replace it.
+type params struct {
 	rate        float64
 	burst       int
 	interval    float64 // µs per event; 0 for an infinite rate
-	intervalArg any     // the script's arguments that never change, boxed once
+	intervalArg any
 	burstArg    any
-	local       *localBuckets
 }
 
-func newGCRA(where string, client goredis.UniversalClient, what string, r float64, burst int, c config, localKeys int) *gcra {
+func newParams(r float64, burst int) *params {
+	interval := 0.0
+	if !math.IsInf(r, 1) {
+		interval = 1e6 / r
+	}
+	return &params{
+		rate:        r,
+		burst:       burst,
+		interval:    interval,
+		intervalArg: strconv.FormatFloat(interval, 'g', -1, 64),
+		burstArg:    strconv.Itoa(burst),
+	}
+}
+
+// minRate is the rate that SetLimit and SetKeyLimit use for a rate that is
+// not positive: a bucket with no rate at all would never refill, so its
+// Redis key could never expire.
+const minRate = 1e-6
+
+// sanitizeParams reads a rate and a burst that arrive at call time, by the
+// library's rule for such values: clamped, never rejected. A rate that is
+// NaN or not positive counts as minRate, a negative burst as 0.
+func sanitizeParams(r float64, burst int) *params {
+	if math.IsNaN(r) || r < minRate {
+		r = minRate
+	}
+	return newParams(r, max(burst, 0))
+}
+
+func newGCRA(where string, client goredis.UniversalClient, what string, r float64, burst int, c config, keyed bool) *gcra {
 	if client == nil {
 		badArgument(where, "client must not be nil", client)
 	}
@@ -146,28 +219,67 @@ func newGCRA(where string, client goredis.UniversalClient, what string, r float6
 		badArgument(where, "burst must be at least 1", burst)
 	}
 	checkClient(client, c, what)
-	interval := 0.0
-	if !math.IsInf(r, 1) {
-		interval = 1e6 / r
+	l := &gcra{
+		client: client,
+		guard:  newGuard(what, c),
+		clock:  c.clock,
+		local:  newFallback(keyed, r, burst, c),
 	}
-	return &gcra{
-		client:      client,
-		guard:       newGuard(what, c),
-		clock:       c.clock,
-		rate:        r,
-		burst:       burst,
-		interval:    interval,
-		intervalArg: strconv.FormatFloat(interval, 'g', -1, 64),
-		burstArg:    strconv.Itoa(burst),
-		local:       newLocalBuckets(r/float64(c.replicas), max(1, burst/c.replicas), localKeys),
+	l.params.Store(newParams(r, burst))
+	return l
+}
+
+// paramsOf returns the rate and burst of key (a Redis key).
+func (l *gcra) paramsOf(key string) *params {
+	if own := l.own.Load(); own != nil {
+		if p, ok := (*own)[key]; ok {
+			return p
+		}
 	}
+	return l.params.Load()
+}
+
+// setParams replaces the limiter's rate and burst with f's answer, here and
+// in the fallback.
+func (l *gcra) setParams(f func(old *params) *params) {
+	l.paramsMu.Lock()
+	defer l.paramsMu.Unlock()
+	p := f(l.params.Load())
+	l.params.Store(p)
+	l.local.setLimit(p.rate, p.burst)
+}
+
+// setOwn gives key (a Redis key) its own rate and burst (p), or takes them
+// away (p nil), here and in the fallback.
+func (l *gcra) setOwn(key string, p *params) {
+	l.ownMu.Lock()
+	defer l.ownMu.Unlock()
+	next := map[string]*params{}
+	if own := l.own.Load(); own != nil {
+		for k, v := range *own {
+			next[k] = v
+		}
+	}
+	if p == nil {
+		delete(next, key)
+	} else {
+		next[key] = p
+	}
+	if len(next) == 0 {
+		l.own.Store(nil)
+	} else {
+		l.own.Store(&next)
+	}
+	l.local.setKeyLimit(key, p)
 }
 
 // decision is one key's answer.
 type decision struct {
 	Result
-	delay time.Duration // wait before the events may happen (admitted ones)
-	due   int64         // server µs at which admitted events may happen; 0 for local
+	delay    time.Duration         // wait before the events may happen (admitted ones)
+	due      int64                 // server µs at which admitted events may happen; 0 for local
+	interval float64               // the key's µs per event when decided, for Cancel
+	local    []backoff.Reservation // the fallback's reservations, to cancel
 }
 
 // Boxed arguments of the most common calls, so that a decision boxes none.
@@ -177,35 +289,87 @@ var (
 	argAnyWait any = "-1"
 )
 
-// redisDecide asks Redis about keys and fills out (one per key). maxWait < 0
-// means any wait.
+// ask is what one key of a round trip asks: n events, waiting at most
+// maxWait (any wait if negative), under the key's rate and burst.
+type ask struct {
+	p       *params
+	n       int
+	maxWait time.Duration
+}
+
+func (a ask) nArg() any {
+	if a.n == 1 {
+		return argOne
+	}
+	return strconv.Itoa(a.n)
+}
+
+func (a ask) waitArg() any {
+	switch {
+	case a.maxWait < 0:
+		return argAnyWait
+	case a.maxWait == 0:
+		return argNoWait
+	}
+	return strconv.FormatInt(a.maxWait.Microseconds(), 10)
+}
+
+// redisDecide asks Redis about keys and fills out (one per key), with the
+// guard's deadline and accounting. maxWait < 0 means any wait. A decision
+// for one key may travel with other goroutines' (see coalescer).
 func (l *gcra) redisDecide(ctx context.Context, keys []string, n int, maxWait time.Duration, out []decision) error {
-	nArg, waitArg := argOne, argNoWait
-	if n != 1 {
-		nArg = strconv.Itoa(n)
-	}
-	if maxWait < 0 {
-		waitArg = argAnyWait
-	} else if maxWait > 0 {
-		waitArg = strconv.FormatInt(maxWait.Microseconds(), 10)
-	}
 	callCtx, cancel := l.guard.begin(ctx)
-	vals, err := gcraScript.Run(callCtx, l.client, keys, l.intervalArg, l.burstArg, nArg, waitArg).Int64Slice()
+	var err error
+	if len(keys) == 1 {
+		out[0], err = l.co.decide(l, callCtx, keys[0], ask{p: l.paramsOf(keys[0]), n: n, maxWait: maxWait})
+	} else {
+		asks := make([]ask, len(keys))
+		for i, k := range keys {
+			asks[i] = ask{p: l.paramsOf(k), n: n, maxWait: maxWait}
+		}
+		err = l.roundTrip(callCtx, keys, asks, out)
+	}
+	return l.guard.end(ctx, cancel, err)
+}
+
+// roundTrip runs gcraScript once for keys, asks[i] being keys[i]'s, and
+// fills out. It sends the short form when every key asks the same.
+func (l *gcra) roundTrip(ctx context.Context, keys []string, asks []ask, out []decision) error {
+	a0 := asks[0]
+	uniform := true
+	for _, a := range asks[1:] {
+		if a != a0 {
+			uniform = false
+			break
+		}
+	}
+	var cmd *goredis.Cmd
+	if uniform {
+		cmd = gcraScript.Run(ctx, l.client, keys, a0.p.intervalArg, a0.p.burstArg, a0.nArg(), a0.waitArg())
+	} else {
+		args := make([]any, 0, 4+4*len(keys))
+		args = append(args, a0.p.intervalArg, a0.p.burstArg, a0.nArg(), a0.waitArg())
+		for _, a := range asks {
+			args = append(args, a.p.intervalArg, a.p.burstArg, a.nArg(), a.waitArg())
+		}
+		cmd = gcraScript.Run(ctx, l.client, keys, args...)
+	}
+	vals, err := cmd.Int64Slice()
 	if err == nil && len(vals) != 1+4*len(keys) {
 		err = errors.New("redis: unexpected reply from the limiter script")
 	}
-	if err := l.guard.end(ctx, cancel, err); err != nil {
+	if err != nil {
 		return err
 	}
 	now := vals[0]
-	for i := range out {
+	for i := range keys {
 		v := vals[1+4*i : 5+4*i]
 		d := decision{Result: Result{
 			Allowed:    v[0] == 1,
 			Remaining:  int(v[2]),
 			ResetAfter: time.Duration(v[3]) * time.Microsecond,
 			Shared:     true,
-		}}
+		}, interval: asks[i].p.interval}
 		switch {
 		case d.Allowed:
 			d.delay = time.Duration(v[1]) * time.Microsecond
@@ -241,31 +405,62 @@ func (l *gcra) decide(ctx context.Context, fullKeys []string, n int, maxWait tim
 	if err := l.guard.unavailable(cause); err != nil {
 		return err
 	}
-	now := l.clock.Now()
 	for i, k := range fullKeys {
-		out[i] = l.local.reserve(k, n, now, maxWait)
+		out[i] = l.local.reserve(k, n, l.paramsOf(k), maxWait)
 	}
 	return nil
 }
 
+// tokens reads key's tokens in Redis. Without Redis there is no shared value
+// to read, so it fails then, with an error that wraps ErrUnavailable.
+func (l *gcra) tokens(ctx context.Context, key string) (float64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, context.Cause(ctx)
+	}
+	if !l.guard.tryRedis() {
+		return 0, ErrUnavailable
+	}
+	p := l.paramsOf(key)
+	var tokens float64
+	err := l.guard.run(ctx, func(callCtx context.Context) error {
+		s, err := tokensScript.Run(callCtx, l.client, []string{key}, p.intervalArg, p.burstArg).Text()
+		if err == nil {
+			tokens, err = strconv.ParseFloat(s, 64)
+		}
+		return err
+	})
+	switch {
+	case err == nil:
+		return min(tokens, float64(p.burst)), nil
+	case ctx.Err() != nil:
+		return 0, err
+	default:
+		return 0, &unavailableError{cause: err}
+	}
+}
+
 // cancel gives back an admitted decision's events, best effort: Redis
 // errors are counted, not returned.
-func (l *gcra) cancel(key string, n int, d decision, at time.Time) {
+func (l *gcra) cancel(key string, n int, d *decision) {
 	if !d.Shared {
-		l.local.cancel(key, n, at.Add(d.delay), l.clock.Now())
+		// Latest first: each then gives back all of its tokens.
+		for i := len(d.local) - 1; i >= 0; i-- {
+			d.local[i].Cancel()
+		}
 		return
 	}
-	if l.interval == 0 || !l.guard.tryRedis() {
+	if d.interval == 0 || !l.guard.tryRedis() {
 		return
 	}
-	cost := strconv.FormatFloat(l.interval*float64(n), 'f', 0, 64)
+	cost := strconv.FormatFloat(d.interval*float64(n), 'f', 0, 64)
 	_ = l.guard.run(context.Background(), func(ctx context.Context) error {
 		return cancelScript.Run(ctx, l.client, []string{key}, cost, d.due).Err()
 	})
 }
 
-func (l *gcra) checkN(n int) error {
-	if n > l.burst {
+// checkN returns ErrExceedsBurst if n events of key can never be admitted.
+func (l *gcra) checkN(key string, n int) error {
+	if p := l.paramsOf(key); n > p.burst && p.interval != 0 {
 		return ErrExceedsBurst
 	}
 	return nil

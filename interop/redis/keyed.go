@@ -30,7 +30,7 @@ func NewKeyedLimiter(client goredis.UniversalClient, name string, r float64, bur
 	const where = "NewKeyedLimiter"
 	c := newConfig(opts)
 	base := baseKey(where, c.prefix, name) + ":"
-	return &KeyedLimiter{l: newGCRA(where, client, base[:len(base)-1], r, burst, c, c.fallbackKeys), base: base}
+	return &KeyedLimiter{l: newGCRA(where, client, base[:len(base)-1], r, burst, c, true), base: base}
 }
 
 // Key returns the Redis key that holds key's limit.
@@ -94,11 +94,43 @@ func (k *KeyedLimiter) WaitN(ctx context.Context, key string, n int) error {
 	return k.l.wait(ctx, k.base+key, n)
 }
 
-// Limit returns the rate of each key, in events per second.
-func (k *KeyedLimiter) Limit() float64 { return k.l.rate }
+// Limit returns the rate of the keys without their own, in events per
+// second.
+func (k *KeyedLimiter) Limit() float64 { return k.l.params.Load().rate }
 
-// Burst returns the burst of each key.
-func (k *KeyedLimiter) Burst() int { return k.l.burst }
+// Burst returns the burst of the keys without their own.
+func (k *KeyedLimiter) Burst() int { return k.l.params.Load().burst }
+
+// SetKeyLimit gives key its own rate and burst, in place of the limiter's,
+// from the next decision on, as the library's KeyedLimiter.SetKeyLimit does.
+// Like the rate and burst given to [NewKeyedLimiter], a key's own are this
+// process's: every process that shares the limit must set the same (from the
+// same configuration), or each decides by its own. The bucket kept in Redis
+// carries over: its debt is kept in time, not in tokens, so an empty bucket
+// refills at the new rate from where it stands. An r that is NaN or not
+// positive counts as one event per million seconds (a bucket that never
+// refills could never expire from Redis), and a negative burst as 0. While
+// Redis is unavailable the fallback uses this process's share of them
+// ([WithExpectedReplicas]). Own limits cost memory in this process until
+// [KeyedLimiter.ClearKeyLimit]; setting one copies the table of own limits,
+// so that decisions read it without a lock: meant for a few keys (tenants,
+// plans), not for every key.
+func (k *KeyedLimiter) SetKeyLimit(key string, r float64, burst int) {
+	k.l.setOwn(k.base+key, sanitizeParams(r, burst))
+}
+
+// ClearKeyLimit gives key the limiter's rate and burst again, from the next
+// decision on.
+func (k *KeyedLimiter) ClearKeyLimit(key string) { k.l.setOwn(k.base+key, nil) }
+
+// Tokens returns the events key could have admitted now (at most its burst,
+// negative while reservations wait), read from Redis in one round trip that
+// changes nothing. There is no shared value to read without Redis: when
+// Redis is unavailable Tokens returns an error that wraps [ErrUnavailable],
+// whether or not the limiter fails closed; when ctx ends, its cause.
+func (k *KeyedLimiter) Tokens(ctx context.Context, key string) (float64, error) {
+	return k.l.tokens(ctx, k.base+key)
+}
 
 // Stats returns the limiter's counters of decisions and failures.
 func (k *KeyedLimiter) Stats() Stats { return k.l.guard.stats() }

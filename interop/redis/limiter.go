@@ -8,8 +8,8 @@ import (
 
 // Limiter is a token bucket shared by every process that uses the same Redis
 // and name: r events per second on average, at most burst at once, decided by
-// the generic cell rate algorithm in one Redis round trip per decision, on
-// the Redis server's clock. For the same r and burst it admits the events
+// the generic cell rate algorithm in one Redis round trip per decision at
+// most (concurrent decisions share one), on the Redis server's clock. For the same r and burst it admits the events
 // that github.com/go-redis/redis_rate admits with Limit{Rate: r, Burst:
 // burst, Period: time.Second}.
 //
@@ -41,7 +41,7 @@ func NewLimiter(client goredis.UniversalClient, name string, r float64, burst in
 	const where = "NewLimiter"
 	c := newConfig(opts)
 	key := baseKey(where, c.prefix, name)
-	return &Limiter{l: newGCRA(where, client, key, r, burst, c, 1), key: key}
+	return &Limiter{l: newGCRA(where, client, key, r, burst, c, false), key: key}
 }
 
 // Allow reports whether one event may happen now. It is shorthand for
@@ -85,10 +85,39 @@ func (l *Limiter) Wait(ctx context.Context) error { return l.l.wait(ctx, l.key, 
 func (l *Limiter) WaitN(ctx context.Context, n int) error { return l.l.wait(ctx, l.key, n) }
 
 // Limit returns the rate, in events per second.
-func (l *Limiter) Limit() float64 { return l.l.rate }
+func (l *Limiter) Limit() float64 { return l.l.params.Load().rate }
 
 // Burst returns the burst.
-func (l *Limiter) Burst() int { return l.l.burst }
+func (l *Limiter) Burst() int { return l.l.params.Load().burst }
+
+// SetLimit changes the rate from the next decision on. Like the rate given to
+// [NewLimiter], it is this process's: every process that shares the limit
+// must set the same (from the same configuration), or each decides by its
+// own. The bucket kept in Redis carries over: its debt is kept in time, not
+// in tokens (unlike the library's Limiter.SetLimit), so an empty bucket
+// refills at the new rate from where it stands, and a full one stays full.
+// An r that is NaN or not positive counts as one event per million seconds
+// (a bucket that never refills could never expire from Redis);
+// math.Inf(1) admits every event. While Redis is unavailable the fallback
+// uses this process's share of it ([WithExpectedReplicas]).
+func (l *Limiter) SetLimit(r float64) {
+	l.l.setParams(func(old *params) *params { return sanitizeParams(r, old.burst) })
+}
+
+// SetBurst changes the burst from the next decision on, with SetLimit's
+// rules: every process must set the same, and the bucket carries over in
+// time. A negative burst counts as 0, which admits nothing while the rate is
+// finite.
+func (l *Limiter) SetBurst(burst int) {
+	l.l.setParams(func(old *params) *params { return sanitizeParams(old.rate, burst) })
+}
+
+// Tokens returns the events that could be admitted now (at most the burst,
+// negative while reservations wait), read from Redis in one round trip that
+// changes nothing. There is no shared value to read without Redis: when
+// Redis is unavailable Tokens returns an error that wraps [ErrUnavailable],
+// whether or not the limiter fails closed; when ctx ends, its cause.
+func (l *Limiter) Tokens(ctx context.Context) (float64, error) { return l.l.tokens(ctx, l.key) }
 
 // Key returns the Redis key that holds the limit.
 func (l *Limiter) Key() string { return l.key }

@@ -33,7 +33,7 @@ type config struct {
 	replicas      int
 	failClosed    bool
 	logger        *slog.Logger
-	clock         clock.WithTicker
+	clock         clock.WithDelayedExecution
 	onStateChange func(available bool, err error)
 	fallbackKeys  int
 	failureTTL    time.Duration
@@ -119,7 +119,7 @@ func WithLogger(l *slog.Logger) Option {
 // WithClock sets the local clock, which times Wait, the probes and the local
 // fallback (default the real clock). Shared decisions use the Redis server's
 // clock whatever this option says.
-func WithClock(clk clock.WithTicker) Option {
+func WithClock(clk clock.WithDelayedExecution) Option {
 	return func(c *config) { c.clock = clk }
 }
 
@@ -132,10 +132,11 @@ func WithOnStateChange(f func(available bool, err error)) Option {
 }
 
 // WithFallbackKeys bounds how many keys a [KeyedLimiter]'s local fallback
-// remembers (default [DefaultFallbackKeys]). When the bound is reached, keys
-// whose bucket has refilled are dropped; if none has, a key the fallback does
-// not know is refused, never admitted unlimited. WithFallbackKeys panics if
-// n < 1.
+// remembers (default [DefaultFallbackKeys]), as the library's
+// backoff.WithMaxKeys does for its KeyedLimiter, which the fallback is: when
+// the bound is reached, keys whose bucket has refilled are dropped; if none
+// has, the keys the fallback does not know share one bucket of a key's
+// limit, never admitted unlimited. WithFallbackKeys panics if n < 1.
 func WithFallbackKeys(n int) Option {
 	if n < 1 {
 		badArgument("WithFallbackKeys", "n must be at least 1", n)

@@ -52,7 +52,7 @@ func (r *Reservation) Cancel() {
 	if !r.d.Allowed {
 		return
 	}
-	r.cancel.Do(func() { r.l.cancel(r.key, r.n, r.d, r.at) })
+	r.cancel.Do(func() { r.l.cancel(r.key, r.n, &r.d) })
 }
 
 // reserve is ReserveN's engine, shared by Limiter and KeyedLimiter.
@@ -71,7 +71,7 @@ func (l *gcra) reserve(ctx context.Context, key string, n int, maxWait time.Dura
 // then waits on the local clock, cancelling the reservation if ctx ends
 // first.
 func (l *gcra) wait(ctx context.Context, key string, n int) error {
-	if err := l.checkN(n); err != nil {
+	if err := l.checkN(key, n); err != nil {
 		return err
 	}
 	maxWait := time.Duration(-1)
