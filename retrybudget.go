@@ -59,6 +59,10 @@ type RetryBudget struct {
 	ratio float64
 	floor float64 // minPerSecond·window-seconds: retries allowed with no request
 	clk   clock.PassiveClock
+	// realClock is set when clk is clock.RealClock: the budget then reads
+	// time.Since itself, which is what RealClock.Since does, without the
+	// call through the interface (see BenchmarkRetryBudgetDecision).
+	realClock bool
 	// origin is the clock's time at construction; bucket k spans
 	// [origin+k·width, origin+(k+1)·width).
 	origin time.Time
@@ -183,6 +187,7 @@ func NewRetryBudget(ratio float64, minPerSecond float64, window time.Duration, o
 		retryBuckets:   int64(window / width),
 		metrics:        cfg.budget.metrics,
 	}
+	_, b.realClock = cfg.clock.(clock.RealClock)
 	if window%width != 0 {
 		b.retryBuckets++
 	}
@@ -235,7 +240,13 @@ func (g *budgetGate) admit(last error) error {
 // RecordRequest counts a request: a first attempt, which earns ratio retries
 // for the window that follows. It never blocks and does not allocate.
 func (b *RetryBudget) RecordRequest() {
-	k := b.bucketNow()
+	b.recordRequestAt(b.sinceOrigin())
+}
+
+// recordRequestAt is RecordRequest at d after the budget's origin on its
+// clock, for a caller that has just read that clock (see tryRetryAfter).
+func (b *RetryBudget) recordRequestAt(d time.Duration) {
+	k := b.bucketAt(d)
 	for {
 		w, _, _ := b.view(k)
 		if w>>budgetCountBits&budgetCountMax == budgetCountMax ||
@@ -252,7 +263,24 @@ func (b *RetryBudget) RecordRequest() {
 // counts it. A refusal changes nothing but the count of refusals: ask again
 // later, or give up. It never blocks and does not allocate.
 func (b *RetryBudget) TryRetry() bool {
-	k := b.bucketNow()
+	return b.tryRetryAt(b.sinceOrigin())
+}
+
+// tryRetryAfter is TryRetry at offset+elapsed after the budget's origin on
+// its clock: a caller that has just read that clock passes its reading (the
+// offset from sinceOriginOf and the time elapsed since) instead of reading it
+// again. A sum that overflows reads the clock.
+func (b *RetryBudget) tryRetryAfter(offset, elapsed time.Duration) bool {
+	d := offset + elapsed
+	if (elapsed > 0 && d < offset) || (elapsed < 0 && d > offset) {
+		return b.TryRetry()
+	}
+	return b.tryRetryAt(d)
+}
+
+// tryRetryAt is TryRetry at d after the budget's origin on its clock.
+func (b *RetryBudget) tryRetryAt(d time.Duration) bool {
+	k := b.bucketAt(d)
 	for {
 		w, olderRequests, olderRetries := b.view(k)
 		requests := olderRequests + int64(w>>budgetCountBits&budgetCountMax)
@@ -275,7 +303,7 @@ func (b *RetryBudget) TryRetry() bool {
 
 // Snapshot returns the budget's counts as its next decision would see them.
 func (b *RetryBudget) Snapshot() RetryBudgetSnapshot {
-	w, olderRequests, olderRetries := b.view(b.bucketNow())
+	w, olderRequests, olderRetries := b.view(b.bucketAt(b.sinceOrigin()))
 	s := RetryBudgetSnapshot{
 		Requests: olderRequests + int64(w>>budgetCountBits&budgetCountMax),
 		Retries:  olderRetries + int64(w&budgetCountMax),
@@ -290,12 +318,31 @@ func (b *RetryBudget) fits(requests, retries int64) bool {
 	return float64(retries) <= b.ratio*float64(requests)+b.floor
 }
 
-// bucketNow returns the index of the bucket the clock is in, or 0 if that is
-// not after the head; the callers count a bucket before the head as the head,
-// so that a clock that went backwards is still at the head. The common case,
-// a time within the head, costs no division.
-func (b *RetryBudget) bucketNow() int64 {
-	d := b.clk.Since(b.origin)
+// sinceOrigin reads the clock: the time since the budget's origin. It reads
+// only the monotonic clock when the origin has a monotonic reading, as the
+// real clock's times do (time.Since), which costs half of time.Now.
+func (b *RetryBudget) sinceOrigin() time.Duration {
+	if b.realClock {
+		return time.Since(b.origin)
+	}
+	return b.clk.Since(b.origin)
+}
+
+// sinceOriginOf returns the time from the budget's origin to t, a reading of
+// clk, and whether clk is the budget's clock, so that the caller may use t's
+// reading instead of reading the clock again.
+func (b *RetryBudget) sinceOriginOf(clk clock.PassiveClock, t time.Time) (time.Duration, bool) {
+	if !sameClock(b.clk, clk) {
+		return 0, false
+	}
+	return t.Sub(b.origin), true
+}
+
+// bucketAt returns the index of the bucket that d after the origin is in, or
+// 0 if that is not after the head; the callers count a bucket before the
+// head as the head, so that a clock that went backwards is still at the head.
+// The common case, a time within the head, costs no division.
+func (b *RetryBudget) bucketAt(d time.Duration) int64 {
 	if int64(d) < b.headEnd.Load() {
 		return 0
 	}
@@ -375,8 +422,8 @@ func (b *RetryBudget) slot(j int64) int {
 // retry if nothing else happened in between (0 if it allows one now), and
 // false if it never would without new requests.
 func (b *RetryBudget) retryAllowedIn() (time.Duration, bool) {
-	d := b.clk.Since(b.origin)
-	b.view(b.bucketNow()) // moves the window to now
+	d := b.sinceOrigin()
+	b.view(b.bucketAt(d)) // moves the window to now
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	// The window cannot move while mu is held, so cur is the head's.
