@@ -30,18 +30,36 @@ var ErrRetryBudgetExhausted = errors.New("backoff: retry budget exhausted")
 // [NewRateLimitingQueue], which do it for you. One budget may be shared by any
 // number of them: the budget of a dependency, say, shared by every call to it.
 //
-// # The window
+// # What it guarantees
 //
-// The budget keeps its window as 10 buckets of window/10 each, so its memory
-// is constant whatever the request rate, and it counts conservatively: for a
-// decision at time t it counts the requests of the buckets that lie entirely
-// within (t-window, t], and the retries of every bucket that overlaps it. The
-// guarantee, checked at every decision, is thus that the retries made in the
-// window that ends at a retry, that retry included, are at most
-// ratio·requests + minPerSecond·window-seconds of that window. Requests earn
-// retries up to one bucket (a tenth of the window) later than an exact count
-// would. Counts saturate at 16,777,215 requests and as many retries per bucket;
-// requests beyond that are not counted, which only refuses more.
+// Let t be the time of a decision (the latest time the budget has read from
+// its clock) and b the budget's precision, a tenth of the window (at least 1
+// ns). For every retry the budget allows at t:
+//
+//	retries allowed in (t-window, t], this one included
+//	    ≤ ratio × requests recorded in (t-window, t] + minPerSecond × window-seconds
+//
+// and it refuses a retry at t only if that bound would fail with the requests
+// of (t-window+2b, t] and the retries of (t-window-2b, t]: requests earn
+// retries up to two tenths of the window later than an exact count would.
+// Decisions made at the same time by several goroutines are ordered, each
+// counting the ones before it.
+//
+// The bound holds for the window that ends at each allowed retry, not for
+// every window: requests may leave a window before the retries they paid
+// for. With ratio 0.5, no floor and a 10 s window, 10 requests at 0 s pay for
+// 5 retries at 9 s, each within the bound, yet the window (5 s, 15 s] holds
+// those 5 retries and no request. No budget can bound every window and still
+// let requests pay for retries: a retry at t after the last request at r < t
+// lies in the window (r, r+window], which holds no request up to t, so only
+// the floor could pay for it. What does hold for every window follows from
+// the bound at the last retry in it: its retries are at most ratio × the
+// requests of that window and of the window before it, plus the floor.
+//
+// The budget keeps its window as 10 buckets of window/10, so its memory is
+// constant whatever the request rate. Counts saturate at 16,777,215 requests
+// and as many retries per bucket; requests beyond that are not counted, which
+// only refuses more.
 //
 // Time is read from the clock of [WithClock]. A clock that steps backwards
 // freezes the window at the latest time the budget has seen until the clock
