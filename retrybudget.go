@@ -77,9 +77,9 @@ type RetryBudget struct {
 	ratio float64
 	floor float64 // minPerSecond·window-seconds: retries allowed with no request
 	clk   clock.PassiveClock
-	// realClock is set when clk is clock.RealClock: the budget then reads
+	// realClock is set when clk is clock.RealClock: the budget then calls
 	// time.Since itself, which is what RealClock.Since does, without the
-	// call through the interface (see BenchmarkRetryBudgetDecision).
+	// call through the interface.
 	realClock bool
 	// origin is the clock's time at construction; bucket k spans
 	// [origin+k·width, origin+(k+1)·width).
@@ -336,9 +336,10 @@ func (b *RetryBudget) fits(requests, retries int64) bool {
 	return float64(retries) <= b.ratio*float64(requests)+b.floor
 }
 
-// sinceOrigin reads the clock: the time since the budget's origin. It reads
-// only the monotonic clock when the origin has a monotonic reading, as the
-// real clock's times do (time.Since), which costs half of time.Now.
+// sinceOrigin reads the clock: the time since the budget's origin. With an
+// origin that has a monotonic reading, as the real clock's times do,
+// time.Since reads only the monotonic clock, which is cheaper than time.Now's
+// two readings (see BenchmarkFloor in bench/, op=since and op=now).
 func (b *RetryBudget) sinceOrigin() time.Duration {
 	if b.realClock {
 		return time.Since(b.origin)
