@@ -205,6 +205,15 @@ func Retry(ctx context.Context, s Schedule, fn func(context.Context) error, opts
 	if rc.maxElapsed > 0 {
 		start = clk.Now()
 	}
+	budget := cfg.budget.budget
+	// A budget on Retry's clock counts the request and decides at the times
+	// Retry has just read for WithMaxElapsedTime, instead of reading the
+	// clock again.
+	var budgetOffset time.Duration // start on the budget's clock
+	reuseClock := false
+	if budget != nil && rc.maxElapsed > 0 {
+		budgetOffset, reuseClock = budget.sinceOriginOf(clk, start)
+	}
 	delays := newDelaySequence(s, rc.jitter)
 	var t clock.Timer
 	defer stopTimer(&t)
@@ -213,8 +222,12 @@ func Retry(ctx context.Context, s Schedule, fn func(context.Context) error, opts
 		if err := ctx.Err(); err != nil {
 			return stoppedByContext(ctx, attempt-1, last)
 		}
-		if attempt == 1 && cfg.budget.budget != nil {
-			cfg.budget.budget.RecordRequest()
+		if attempt == 1 && budget != nil {
+			if reuseClock {
+				budget.recordRequestAt(budgetOffset)
+			} else {
+				budget.RecordRequest()
+			}
 		}
 		err := fn(ctx)
 		if err == nil {
@@ -235,11 +248,23 @@ func Retry(ctx context.Context, s Schedule, fn func(context.Context) error, opts
 		if hinted && !rc.ignoreHints {
 			wait = clampDuration(hint, rc.hintLimit())
 		}
-		if rc.maxElapsed > 0 && addDuration(clk.Since(start), wait) > rc.maxElapsed {
-			return &RetryError{Attempts: attempt, Last: err, Reason: ErrMaxElapsedTime}
+		var elapsed time.Duration
+		if rc.maxElapsed > 0 {
+			elapsed = clk.Since(start)
+			if addDuration(elapsed, wait) > rc.maxElapsed {
+				return &RetryError{Attempts: attempt, Last: err, Reason: ErrMaxElapsedTime}
+			}
 		}
-		if cfg.budget.budget != nil && !cfg.budget.budget.TryRetry() {
-			return &RetryError{Attempts: attempt, Last: err, Reason: ErrRetryBudgetExhausted}
+		if budget != nil {
+			allowed := false
+			if reuseClock {
+				allowed = budget.tryRetryAfter(budgetOffset, elapsed)
+			} else {
+				allowed = budget.TryRetry()
+			}
+			if !allowed {
+				return &RetryError{Attempts: attempt, Last: err, Reason: ErrRetryBudgetExhausted}
+			}
 		}
 		// The timer is set before notify runs, so that a test may step a
 		// fake clock from notify (see WithNotify).

@@ -30,18 +30,36 @@ var ErrRetryBudgetExhausted = errors.New("backoff: retry budget exhausted")
 // [NewRateLimitingQueue], which do it for you. One budget may be shared by any
 // number of them: the budget of a dependency, say, shared by every call to it.
 //
-// # The window
+// # What it guarantees
 //
-// The budget keeps its window as 10 buckets of window/10 each, so its memory
-// is constant whatever the request rate, and it counts conservatively: for a
-// decision at time t it counts the requests of the buckets that lie entirely
-// within (t-window, t], and the retries of every bucket that overlaps it. The
-// guarantee, checked at every decision, is thus that the retries made in the
-// window that ends at a retry, that retry included, are at most
-// ratio·requests + minPerSecond·window-seconds of that window. Requests earn
-// retries up to one bucket (a tenth of the window) later than an exact count
-// would. Counts saturate at 16,777,215 requests and as many retries per bucket;
-// requests beyond that are not counted, which only refuses more.
+// Let t be the time of a decision (the latest time the budget has read from
+// its clock) and b the budget's precision, a tenth of the window (at least 1
+// ns). For every retry the budget allows at t:
+//
+//	retries allowed in (t-window, t], this one included
+//	    ≤ ratio × requests recorded in (t-window, t] + minPerSecond × window-seconds
+//
+// and it refuses a retry at t only if that bound would fail with the requests
+// of (t-window+2b, t] and the retries of (t-window-2b, t]: requests earn
+// retries up to two tenths of the window later than an exact count would.
+// Decisions made at the same time by several goroutines are ordered, each
+// counting the ones before it.
+//
+// The bound holds for the window that ends at each allowed retry, not for
+// every window: requests may leave a window before the retries they paid
+// for. With ratio 0.5, no floor and a 10 s window, 10 requests at 0 s pay for
+// 5 retries at 9 s, each within the bound, yet the window (5 s, 15 s] holds
+// those 5 retries and no request. No budget can bound every window and still
+// let requests pay for retries: a retry at t after the last request at r < t
+// lies in the window (r, r+window], which holds no request up to t, so only
+// the floor could pay for it. What does hold for every window follows from
+// the bound at the last retry in it: its retries are at most ratio × the
+// requests of that window and of the window before it, plus the floor.
+//
+// The budget keeps its window as 10 buckets of window/10, so its memory is
+// constant whatever the request rate. Counts saturate at 16,777,215 requests
+// and as many retries per bucket; requests beyond that are not counted, which
+// only refuses more.
 //
 // Time is read from the clock of [WithClock]. A clock that steps backwards
 // freezes the window at the latest time the budget has seen until the clock
@@ -59,6 +77,10 @@ type RetryBudget struct {
 	ratio float64
 	floor float64 // minPerSecond·window-seconds: retries allowed with no request
 	clk   clock.PassiveClock
+	// realClock is set when clk is clock.RealClock: the budget then calls
+	// time.Since itself, which is what RealClock.Since does, without the
+	// call through the interface.
+	realClock bool
 	// origin is the clock's time at construction; bucket k spans
 	// [origin+k·width, origin+(k+1)·width).
 	origin time.Time
@@ -183,6 +205,7 @@ func NewRetryBudget(ratio float64, minPerSecond float64, window time.Duration, o
 		retryBuckets:   int64(window / width),
 		metrics:        cfg.budget.metrics,
 	}
+	_, b.realClock = cfg.clock.(clock.RealClock)
 	if window%width != 0 {
 		b.retryBuckets++
 	}
@@ -235,7 +258,13 @@ func (g *budgetGate) admit(last error) error {
 // RecordRequest counts a request: a first attempt, which earns ratio retries
 // for the window that follows. It never blocks and does not allocate.
 func (b *RetryBudget) RecordRequest() {
-	k := b.bucketNow()
+	b.recordRequestAt(b.sinceOrigin())
+}
+
+// recordRequestAt is RecordRequest at d after the budget's origin on its
+// clock, for a caller that has just read that clock (see tryRetryAfter).
+func (b *RetryBudget) recordRequestAt(d time.Duration) {
+	k := b.bucketAt(d)
 	for {
 		w, _, _ := b.view(k)
 		if w>>budgetCountBits&budgetCountMax == budgetCountMax ||
@@ -252,7 +281,24 @@ func (b *RetryBudget) RecordRequest() {
 // counts it. A refusal changes nothing but the count of refusals: ask again
 // later, or give up. It never blocks and does not allocate.
 func (b *RetryBudget) TryRetry() bool {
-	k := b.bucketNow()
+	return b.tryRetryAt(b.sinceOrigin())
+}
+
+// tryRetryAfter is TryRetry at offset+elapsed after the budget's origin on
+// its clock: a caller that has just read that clock passes its reading (the
+// offset from sinceOriginOf and the time elapsed since) instead of reading it
+// again. A sum that overflows reads the clock.
+func (b *RetryBudget) tryRetryAfter(offset, elapsed time.Duration) bool {
+	d := offset + elapsed
+	if (elapsed > 0 && d < offset) || (elapsed < 0 && d > offset) {
+		return b.TryRetry()
+	}
+	return b.tryRetryAt(d)
+}
+
+// tryRetryAt is TryRetry at d after the budget's origin on its clock.
+func (b *RetryBudget) tryRetryAt(d time.Duration) bool {
+	k := b.bucketAt(d)
 	for {
 		w, olderRequests, olderRetries := b.view(k)
 		requests := olderRequests + int64(w>>budgetCountBits&budgetCountMax)
@@ -275,7 +321,7 @@ func (b *RetryBudget) TryRetry() bool {
 
 // Snapshot returns the budget's counts as its next decision would see them.
 func (b *RetryBudget) Snapshot() RetryBudgetSnapshot {
-	w, olderRequests, olderRetries := b.view(b.bucketNow())
+	w, olderRequests, olderRetries := b.view(b.bucketAt(b.sinceOrigin()))
 	s := RetryBudgetSnapshot{
 		Requests: olderRequests + int64(w>>budgetCountBits&budgetCountMax),
 		Retries:  olderRetries + int64(w&budgetCountMax),
@@ -290,12 +336,32 @@ func (b *RetryBudget) fits(requests, retries int64) bool {
 	return float64(retries) <= b.ratio*float64(requests)+b.floor
 }
 
-// bucketNow returns the index of the bucket the clock is in, or 0 if that is
-// not after the head; the callers count a bucket before the head as the head,
-// so that a clock that went backwards is still at the head. The common case,
-// a time within the head, costs no division.
-func (b *RetryBudget) bucketNow() int64 {
-	d := b.clk.Since(b.origin)
+// sinceOrigin reads the clock: the time since the budget's origin. With an
+// origin that has a monotonic reading, as the real clock's times do,
+// time.Since reads only the monotonic clock, which is cheaper than time.Now's
+// two readings (see BenchmarkFloor in bench/, op=since and op=now).
+func (b *RetryBudget) sinceOrigin() time.Duration {
+	if b.realClock {
+		return time.Since(b.origin)
+	}
+	return b.clk.Since(b.origin)
+}
+
+// sinceOriginOf returns the time from the budget's origin to t, a reading of
+// clk, and whether clk is the budget's clock, so that the caller may use t's
+// reading instead of reading the clock again.
+func (b *RetryBudget) sinceOriginOf(clk clock.PassiveClock, t time.Time) (time.Duration, bool) {
+	if !sameClock(b.clk, clk) {
+		return 0, false
+	}
+	return t.Sub(b.origin), true
+}
+
+// bucketAt returns the index of the bucket that d after the origin is in, or
+// 0 if that is not after the head; the callers count a bucket before the
+// head as the head, so that a clock that went backwards is still at the head.
+// The common case, a time within the head, costs no division.
+func (b *RetryBudget) bucketAt(d time.Duration) int64 {
 	if int64(d) < b.headEnd.Load() {
 		return 0
 	}
@@ -375,8 +441,8 @@ func (b *RetryBudget) slot(j int64) int {
 // retry if nothing else happened in between (0 if it allows one now), and
 // false if it never would without new requests.
 func (b *RetryBudget) retryAllowedIn() (time.Duration, bool) {
-	d := b.clk.Since(b.origin)
-	b.view(b.bucketNow()) // moves the window to now
+	d := b.sinceOrigin()
+	b.view(b.bucketAt(d)) // moves the window to now
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	// The window cannot move while mu is held, so cur is the head's.

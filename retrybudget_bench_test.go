@@ -51,12 +51,22 @@ func BenchmarkRetryBudgetAttempt(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	newBudget := func(c clock.WithDelayedExecution) *backoff.RetryBudget {
+		return backoff.NewRetryBudget(0.1, 1e12, 100*time.Millisecond, backoff.WithClock(c))
+	}
 	b.Run("none", func(b *testing.B) { run(b) })
 	for _, c := range budgetBenchClocks {
 		b.Run("budget/"+c.name, func(b *testing.B) {
-			run(b, backoff.WithRetryBudget(backoff.NewRetryBudget(0.1, 1e12, 100*time.Millisecond, backoff.WithClock(c.clock))))
+			run(b, backoff.WithRetryBudget(newBudget(c.clock)))
 		})
 	}
+	// With WithMaxElapsedTime, Retry reads the clock before each retry
+	// anyway, and the budget decides at that reading.
+	maxElapsed := backoff.WithMaxElapsedTime(time.Hour)
+	b.Run("max-elapsed/none", func(b *testing.B) { run(b, maxElapsed) })
+	b.Run("max-elapsed/budget/real-clock", func(b *testing.B) {
+		run(b, maxElapsed, backoff.WithRetryBudget(newBudget(clock.RealClock{})))
+	})
 }
 
 // BenchmarkRetryBudgetDecision measures one decision of a budget shared by

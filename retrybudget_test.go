@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -40,10 +41,15 @@ type budgetEvent struct {
 }
 
 // checkBudget plays ops on a new budget and checks, against an exact log of
-// what it counted, that every allowed retry keeps the window that ends with
-// it within ratio·requests + floor, that every refusal is justified up to the
-// budget's precision (two buckets, a fifth of the window, on either side),
-// and that Snapshot agrees with the decisions.
+// what it counted, the guarantee documented on RetryBudget, with t the latest
+// time the clock has shown and b = max(window/10, 1ns): every retry allowed at
+// t keeps the retries of (t-window, t], itself included, within
+// ratio·requests of (t-window, t] + floor; every refusal at t would break that
+// bound with the requests of (t-window+2b, t] and the retries of
+// (t-window-2b, t]; and, at the end, every window that starts just before an
+// allowed retry holds at most ratio × the requests of it and of the window
+// before it, plus the floor. It also checks that Snapshot agrees with the
+// decisions.
 func checkBudget(t *testing.T, ratio, perSecond float64, window time.Duration, ops []budgetOp) {
 	t.Helper()
 	fc := testingclock.NewFakeClock(epoch)
@@ -51,15 +57,17 @@ func checkBudget(t *testing.T, ratio, perSecond float64, window time.Duration, o
 	floor := perSecond * window.Seconds()
 	slack := 2 * max(window/10, 1)
 	latest := epoch
-	var log []budgetEvent
+	var log []budgetEvent // in order of time: latest never goes back
 	count := func(from, to time.Time) (requests, retries int) {
-		for _, e := range log {
-			if e.at.After(from) && !e.at.After(to) {
-				if e.retry {
-					retries++
-				} else {
-					requests++
-				}
+		first := sort.Search(len(log), func(i int) bool { return log[i].at.After(from) })
+		for _, e := range log[first:] {
+			if e.at.After(to) {
+				break
+			}
+			if e.retry {
+				retries++
+			} else {
+				requests++
 			}
 		}
 		return requests, retries
@@ -99,6 +107,18 @@ func checkBudget(t *testing.T, ratio, perSecond float64, window time.Duration, o
 		}
 		if got := s.Balance >= 1; got != (ratio*float64(s.Requests)+floor-float64(s.Retries) >= 1) {
 			t.Fatalf("op %d: Snapshot %+v: Balance disagrees with its counts", i, s)
+		}
+	}
+	for _, e := range log {
+		if !e.retry {
+			continue
+		}
+		start := e.at.Add(-1) // the window (start, start+window] begins with this retry
+		_, retries := count(start, start.Add(window))
+		requests, _ := count(start.Add(-window), start.Add(window))
+		if float64(retries) > ratio*float64(requests)+floor {
+			t.Fatalf("window from %v: %d retries, more than %v×%d requests of it and the window before + %v",
+				e.at.Sub(epoch), retries, ratio, requests, floor)
 		}
 	}
 }
@@ -191,6 +211,26 @@ func TestRetryBudgetAllowsRatioOfRequestsPlusFloor(t *testing.T) {
 	assert.Equal(t, int64(0), s.Requests, "a window later, the requests have left it")
 	assert.Equal(t, int64(0), s.Retries)
 	assert.InDelta(t, 5.0, s.Balance, 1e-9, "only the floor is left")
+}
+
+// TestRetryBudgetBoundsTheWindowEndingAtEachRetry is the example of the
+// RetryBudget doc: the bound holds for the window that ends at each retry,
+// and a later window can hold the retries without the requests that paid for
+// them.
+func TestRetryBudgetBoundsTheWindowEndingAtEachRetry(t *testing.T) {
+	fc := testingclock.NewFakeClock(epoch)
+	b := backoff.NewRetryBudget(0.5, 0, 10*time.Second, backoff.WithClock(fc))
+	for range 10 {
+		b.RecordRequest()
+	}
+	fc.Step(9 * time.Second)
+	for i := range 5 {
+		require.True(t, b.TryRetry(), "retry %d: 10 requests in the window (-1 s, 9 s] pay for 5", i+1)
+	}
+	require.False(t, b.TryRetry(), "a sixth retry is beyond 0.5 × 10")
+	fc.Step(6 * time.Second)
+	assert.Equal(t, backoff.RetryBudgetSnapshot{Requests: 0, Retries: 5, Refused: 1, Balance: -5}, b.Snapshot(),
+		"the window (5 s, 15 s] holds the 5 retries and none of the requests")
 }
 
 func TestRetryBudgetClockSteppedBackwards(t *testing.T) {

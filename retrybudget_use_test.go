@@ -2,6 +2,7 @@ package backoff_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -40,6 +41,56 @@ func TestRetryBudgetRefusalEndsRetryAtOnce(t *testing.T) {
 	assert.Zero(t, v)
 	assert.ErrorIs(t, err, backoff.ErrRetryBudgetExhausted)
 	assert.ErrorIs(t, err, errFlaky)
+}
+
+// TestRetryBudgetDecidesAtTheSameTimeWithMaxElapsedTime: with
+// WithMaxElapsedTime, Retry hands the budget the times it has just read (for
+// the request and for the decision) instead of the budget reading the clock
+// again; the outcome is the one the budget reaches on its own. The budget was
+// created a window before Retry starts, so a request counted at the budget's
+// creation would have left the window, and a decision at the time elapsed
+// since Retry's start, rather than since the budget's creation, would still
+// count the request.
+func TestRetryBudgetDecidesAtTheSameTimeWithMaxElapsedTime(t *testing.T) {
+	const window = 10 * time.Second
+	for _, tc := range []struct {
+		name    string
+		step    time.Duration // what the first attempt takes
+		allowed bool
+	}{
+		{"request still in the window", window * 95 / 100, true},
+		{"request left the window", window * 105 / 100, false},
+	} {
+		for _, maxElapsed := range []time.Duration{0, time.Hour} {
+			t.Run(fmt.Sprintf("%s/max-elapsed=%v", tc.name, maxElapsed), func(t *testing.T) {
+				fc := testingclock.NewFakeClock(epoch)
+				b := backoff.NewRetryBudget(1, 0, window, backoff.WithClock(fc))
+				fc.Step(window)
+				calls := 0
+				opts := []backoff.Option{backoff.WithClock(fc), backoff.WithRetryBudget(b)}
+				if maxElapsed > 0 {
+					opts = append(opts, backoff.WithMaxElapsedTime(maxElapsed))
+				}
+				err := backoff.Retry(context.Background(), backoff.Schedule{Steps: 2},
+					func(context.Context) error {
+						if calls++; calls == 1 {
+							fc.Step(tc.step)
+							return errFlaky
+						}
+						return nil
+					}, opts...)
+				if tc.allowed {
+					require.NoError(t, err)
+					assert.Equal(t, 2, calls)
+					assert.Equal(t, int64(1), b.Snapshot().Retries)
+				} else {
+					require.ErrorIs(t, err, backoff.ErrRetryBudgetExhausted)
+					assert.Equal(t, 1, calls)
+					assert.Equal(t, int64(1), b.Snapshot().Refused)
+				}
+			})
+		}
+	}
 }
 
 // TestRetryBudgetSuccessSpendsNoRetry: a first attempt that succeeds records
