@@ -239,14 +239,16 @@ func (k *KeyedLimiter[K]) Wait(ctx context.Context, key K) error {
 
 // SetKeyLimit gives key its own rate and burst, in place of the limiter's,
 // from now on, as [Limiter.SetLimit] and [Limiter.SetBurst] would for its
-// bucket. A negative or NaN r counts as 0 and a negative burst as 0. Keys
+// bucket, except that a key whose bucket is full (as every key not seen
+// lately is) starts full under its new burst. A negative or NaN r counts as 0 and a negative burst as 0. Keys
 // given their own limit are kept until [KeyedLimiter.ClearKeyLimit], and do
 // not count towards [WithMaxKeys] while their buckets are full.
 func (k *KeyedLimiter[K]) SetKeyLimit(key K, r float64, burst int) {
 	k.setOwn(key, keyLimit{limit: sanitizeLimit(r), burst: max(burst, 0)}, true)
 }
 
-// ClearKeyLimit gives key the limiter's rate and burst again, from now on.
+// ClearKeyLimit gives key the limiter's rate and burst again, from now on,
+// as SetKeyLimit does.
 func (k *KeyedLimiter[K]) ClearKeyLimit(key K) {
 	k.setOwn(key, keyLimit{}, false)
 }
@@ -257,8 +259,17 @@ func (k *KeyedLimiter[K]) setOwn(key K, own keyLimit, set bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	limit, burst := k.limitOfLocked(s, key)
+	newBurst := k.burst
+	if set {
+		newBurst = own.burst
+	}
 	if st := s.buckets.Find(h, key); st != nil {
 		st.settle(now, limit, burst)
+		if st.tokens >= float64(burst) {
+			// Full, so the same as no state, which means full under the
+			// new burst too: whether it was dropped yet must not matter.
+			st.tokens = float64(newBurst)
+		}
 	}
 	if !set {
 		delete(s.own, key)
