@@ -12,7 +12,3 @@ package keytable
 // calls it, under its owner's lock, on the entries it looks at in Sweep and
 // before it grows; it must not call the Table.
 type Stale[K comparable, V any] func(key K, v *V) bool
-
-// groupSize is the number of entries that Sweep counts as one step: a group
-// of the hash table, and the same number of entries in the Go-map build.
-const groupSize = 7

@@ -22,6 +22,10 @@ type Table[K comparable, V any] struct {
 	cursor  int // the entry Sweep looks at next
 }
 
+// groupSize is the number of entries Sweep counts as one group, as many as
+// a group of the go1.24 build holds.
+const groupSize = 7
+
 type entry[K comparable, V any] struct {
 	key K
 	val V
