@@ -44,8 +44,7 @@ type KeyedLimiter[K comparable] struct {
 	epoch  time.Time
 	limit  float64 // for keys without their own; ≥ 0, InfLimit for none
 	burst  int
-	seed   keytable.Seed
-	shards []keyedShard[K] // len is a power of two
+	shards []keyedShard[K] // len is a power of two; their tables share one seed
 	mask   uint64          // len(shards)-1
 	// overflow is the one bucket that keys share while their shard is at
 	// its share of WithMaxKeys: admitting them as if they were one more key
@@ -105,8 +104,8 @@ func NewKeyedLimiter[K comparable](r float64, burst int, opts ...Option) *KeyedL
 		epoch: c.clock.Now(),
 		limit: sanitizeLimit(r),
 		burst: burst,
-		seed:  keytable.NewSeed(),
 	}
+	seed := keytable.NewSeed()
 	maxKeys := c.limiter.maxKeys
 	shards := 1
 	if keytable.Hashed && (maxKeys == 0 || maxKeys >= keyedShards*minKeysPerShard) {
@@ -120,7 +119,7 @@ func NewKeyedLimiter[K comparable](r float64, burst int, opts ...Option) *KeyedL
 		if i < maxKeys%shards {
 			s.maxKeys++
 		}
-		s.buckets.Init(k.seed, func(key K, st *bucketState) bool {
+		s.buckets.Init(seed, func(key K, st *bucketState) bool {
 			limit, burst := k.limitOfLocked(s, key)
 			return st.tokensAt(s.now, limit, burst) >= float64(burst)
 		})
