@@ -37,7 +37,7 @@ import (
 // nothing once a key is held; adding a key allocates only when the table
 // grows or is rebuilt. Built with Go 1.24 or later, a key held costs 38 to
 // 58 bytes for string keys (its 32-byte entry, a control byte and the
-// table's free room; the key's own bytes are the caller's), 24 to 40 for
+// table's free room; the key's own bytes are the caller's), 29 to 44 for
 // int keys. Its zero value is not usable: use [NewKeyedLimiter].
 type KeyedLimiter[K comparable] struct {
 	clock  clock.WithDelayedExecution
