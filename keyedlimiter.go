@@ -3,10 +3,11 @@ package backoff
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/retrykit/backoff/internal/keytable"
 )
 
 // KeyedLimiter is one token bucket per key (a client, a tenant, a remote
@@ -17,45 +18,58 @@ import (
 // A key that has never been seen, and a key whose bucket has refilled to
 // full, are the same thing: a full bucket. The limiter keeps state only for
 // keys whose buckets are not full, and reclaims the others as it is used:
-// every time it adds a key it looks at two keys it holds and drops those
-// that are full again. No goroutine sweeps, and the number of keys held
-// stays within about twice the number of keys that are not full. Memory
-// is bounded further by [WithMaxKeys]; beyond that many keys, see there.
+// when its table would have to grow to add a key, it first drops every key
+// whose bucket is full again, and sizes the table for the keys left. No
+// goroutine sweeps; memory follows the number of keys whose buckets are not
+// full, not the number of keys ever seen (a table that stops receiving new
+// keys keeps what it holds until new keys arrive). Memory is bounded
+// further by [WithMaxKeys]; beyond that many keys, see there.
 //
 // Every key has the limiter's rate and burst unless [KeyedLimiter.SetKeyLimit]
 // gives it its own. The delays are those of a [Limiter] with the key's rate
 // and burst; for a key's reservation, Cancel follows [Reservation.Cancel]
 // as if the key's latest reservation were the one made last.
 //
-// A KeyedLimiter is safe for concurrent use by multiple goroutines; a call
-// holds its one lock for a map lookup and a few float operations. Allow, AllowN and Wait allocate nothing once
-// a key's slot exists. A key held costs 40 to 85 bytes of table for string
-// keys, depending on where the table is in its growth (the key's own bytes
-// are the caller's). Its zero value is not
-// usable: use [NewKeyedLimiter].
+// A KeyedLimiter is safe for concurrent use by multiple goroutines; keys are
+// spread by hash over 16 independently locked parts (one before Go 1.24,
+// or with a [WithMaxKeys] below 4096), and a call holds one part's lock for
+// a lookup and a few float operations. Allow, AllowN and Wait allocate
+// nothing once a key is held; adding a key allocates only when the table
+// grows or is rebuilt. Built with Go 1.24 or later, a key held costs 38 to
+// 58 bytes for string keys (its 32-byte entry, a control byte and the
+// table's free room; the key's own bytes are the caller's), 29 to 44 for
+// int keys. Its zero value is not usable: use [NewKeyedLimiter].
 type KeyedLimiter[K comparable] struct {
-	clock   clock.WithDelayedExecution
-	epoch   time.Time
-	limit   float64 // for keys without their own; ≥ 0, InfLimit for none
-	burst   int
-	maxKeys int          // 0: no bound
-	keys    atomic.Int64 // keys held, over all shards
-	table   keyedShard[K]
-	// overflow is the one bucket that keys share while the table is at
-	// maxKeys: admitting them as if they were one more key keeps the total
-	// rate bounded however many keys arrive.
+	clock  clock.WithDelayedExecution
+	epoch  time.Time
+	limit  float64 // for keys without their own; ≥ 0, InfLimit for none
+	burst  int
+	shards []keyedShard[K] // len is a power of two; their tables share one seed
+	mask   uint64          // len(shards)-1
+	// overflow is the one bucket that keys share while their shard is at
+	// its share of WithMaxKeys: admitting them as if they were one more key
+	// keeps the total rate bounded however many keys arrive.
 	overflow Limiter
 	timers   timerPool
 }
 
+// keyedShard holds the keys whose hashes end in its index. Shards cut the
+// contention on one lock; the key's hash picks its shard and its place in
+// the shard's table, computed once per call.
 type keyedShard[K comparable] struct {
 	mu sync.Mutex
 	// buckets holds the keys whose buckets are not full (and, until they
-	// are swept, some that have refilled since). A bucketState is 16 bytes,
-	// held inline.
-	buckets map[K]bucketState
+	// are swept, some that have refilled since), their 16-byte state inline
+	// and updated in place.
+	buckets keytable.Table[K, bucketState]
 	// own holds the keys given their own rate and burst; rarely non-empty.
 	own map[K]keyLimit
+	// maxKeys is this shard's share of WithMaxKeys; 0: no bound.
+	maxKeys int
+	// now is the instant at which the table's Stale function judges whether
+	// a bucket is full: set under mu before every call that may sweep.
+	now time.Duration
+	_   [64]byte // keeps the next shard's lock off this shard's cache line
 }
 
 type keyLimit struct {
@@ -63,11 +77,18 @@ type keyLimit struct {
 	burst int
 }
 
-// sweepSample is how many held keys the limiter looks at, to drop those that
-// are full, each time it adds a key; at the key bound, sweepSampleFull.
 const (
-	sweepSample     = 2
-	sweepSampleFull = 8
+	// keyedShards is the number of shards of a KeyedLimiter: a few per
+	// core of today's servers, few enough that an idle shard costs nothing.
+	keyedShards = 16
+	// minKeysPerShard: below keyedShards×minKeysPerShard keys, WithMaxKeys
+	// keeps one shard, because a shard's share of the bound is enforced on
+	// its own and small shares would make the bound uneven.
+	minKeysPerShard = 256
+	// sweepGroups is how many groups of 7 held keys a shard at its share of
+	// WithMaxKeys looks at, to drop those that are full, before it sends a
+	// new key to the overflow bucket. Successive looks go round the table.
+	sweepGroups = 2
 )
 
 // NewKeyedLimiter returns a [KeyedLimiter] that gives every key r events per
@@ -79,11 +100,29 @@ func NewKeyedLimiter[K comparable](r float64, burst int, opts ...Option) *KeyedL
 	checkLimiterArgs("NewKeyedLimiter", r, burst)
 	c := newConfig(opts)
 	k := &KeyedLimiter[K]{
-		clock:   c.clock,
-		epoch:   c.clock.Now(),
-		limit:   sanitizeLimit(r),
-		burst:   burst,
-		maxKeys: c.limiter.maxKeys,
+		clock: c.clock,
+		epoch: c.clock.Now(),
+		limit: sanitizeLimit(r),
+		burst: burst,
+	}
+	seed := keytable.NewSeed()
+	maxKeys := c.limiter.maxKeys
+	shards := 1
+	if keytable.Hashed && (maxKeys == 0 || maxKeys >= keyedShards*minKeysPerShard) {
+		shards = keyedShards
+	}
+	k.shards = make([]keyedShard[K], shards)
+	k.mask = uint64(shards - 1)
+	for i := range k.shards {
+		s := &k.shards[i]
+		s.maxKeys = maxKeys / shards
+		if i < maxKeys%shards {
+			s.maxKeys++
+		}
+		s.buckets.Init(seed, func(key K, st *bucketState) bool {
+			limit, burst := k.limitOfLocked(s, key)
+			return st.tokensAt(s.now, limit, burst) >= float64(burst)
+		})
 	}
 	k.overflow.clock, k.overflow.epoch = k.clock, k.epoch
 	k.overflow.init(r, burst)
@@ -92,13 +131,20 @@ func NewKeyedLimiter[K comparable](r float64, burst int, opts ...Option) *KeyedL
 }
 
 // WithMaxKeys bounds the number of keys a [KeyedLimiter] holds state for to
-// n. When a new key arrives and n keys are held, the limiter first drops
-// keys whose buckets have refilled; if none has, the new key shares one
-// bucket, with the limiter's rate and burst, with every other key that
-// arrives while the table is full, until room is made. So a flood of new keys
-// is admitted, together, at the rate of a single key: never more, never a
-// panic, and keys already held are not disturbed. n ≤ 0 means no bound (the
-// default). Other constructors ignore it.
+// n. When a new key arrives and the bound is reached, the limiter first
+// looks at a few held keys and drops those whose buckets have refilled; if
+// it finds none, the new key shares one bucket, with the limiter's rate and
+// burst, with every other key that arrives while the table is full, until
+// room is made. So a flood of new keys is admitted, together, at the rate
+// of a single key: never more, never a panic, and keys already held are not
+// disturbed. Successive looks go round the held keys, so refilled keys are
+// found as new keys keep arriving.
+//
+// From n = 4096 up, the bound is split evenly over the limiter's 16 parts
+// (see [KeyedLimiter]), each enforcing its share: new keys of a part that
+// has reached its share go to the shared bucket even if another part has
+// room, so that can begin slightly before n keys are held in all. n ≤ 0
+// means no bound (the default). Other constructors ignore it.
 func WithMaxKeys(n int) Option {
 	return func(c *config) { c.limiter.maxKeys = max(n, 0) }
 }
@@ -107,11 +153,11 @@ func (k *KeyedLimiter[K]) now() time.Duration {
 	return max(k.clock.Since(k.epoch), 0)
 }
 
-// shard returns the table that holds key. There is one: spreading keys over
-// several locked tables needs a hash of K, which Go 1.22's standard library
-// offers only for strings and byte slices (maphash.Comparable is 1.24).
-func (k *KeyedLimiter[K]) shard(K) *keyedShard[K] {
-	return &k.table
+// shardOf returns key's hash and the shard that holds key. The shard is
+// picked by the hash's low bits, which the table leaves alone.
+func (k *KeyedLimiter[K]) shardOf(key K) (uint64, *keyedShard[K]) {
+	h := k.shards[0].buckets.Hash(key)
+	return h, &k.shards[h&k.mask]
 }
 
 // limitOfLocked returns key's rate and burst.
@@ -131,9 +177,9 @@ func (k *KeyedLimiter[K]) Allow(key K) bool { return k.AllowN(key, 1) }
 // their tokens from key's bucket, as [Limiter.AllowN] does. It never blocks.
 func (k *KeyedLimiter[K]) AllowN(key K, n int) bool {
 	now := k.now()
-	s := k.shard(key)
+	h, s := k.shardOf(key)
 	s.mu.Lock()
-	r, _ := k.reserveLocked(s, key, now, n, 0)
+	r, _ := k.reserveLocked(s, h, key, now, n, 0)
 	s.mu.Unlock()
 	return r.ok
 }
@@ -144,11 +190,13 @@ func (k *KeyedLimiter[K]) AllowN(key K, n int) bool {
 // key: it allocates once.
 func (k *KeyedLimiter[K]) Reserve(key K) Reservation {
 	now := k.now()
-	s := k.shard(key)
+	h, s := k.shardOf(key)
 	s.mu.Lock()
-	r, _ := k.reserveLocked(s, key, now, 1, maxDuration)
+	r, _ := k.reserveLocked(s, h, key, now, 1, maxDuration)
 	s.mu.Unlock()
 	if r.ok && r.owner == nil {
+		// Cancel needs the key, and Reservation is not generic: a K held in
+		// an interface is allocated whichever way it is wrapped.
 		r.owner = &keyedOwner[K]{k: k, key: key}
 	}
 	return r
@@ -160,7 +208,7 @@ func (k *KeyedLimiter[K]) Reserve(key K) Reservation {
 // deadline comes sooner, and gives the token back if ctx ends first.
 func (k *KeyedLimiter[K]) Wait(ctx context.Context, key K) error {
 	now := k.now()
-	s := k.shard(key)
+	h, s := k.shardOf(key)
 	s.mu.Lock()
 	limit, burst := k.limitOfLocked(s, key)
 	s.mu.Unlock()
@@ -172,7 +220,7 @@ func (k *KeyedLimiter[K]) Wait(ctx context.Context, key K) error {
 	}
 	maxWait := waitLimit(ctx, k.epoch, now)
 	s.mu.Lock()
-	r, wait := k.reserveLocked(s, key, now, 1, maxWait)
+	r, wait := k.reserveLocked(s, h, key, now, 1, maxWait)
 	s.mu.Unlock()
 	if !r.ok {
 		return ErrWaitExceedsDeadline
@@ -190,27 +238,37 @@ func (k *KeyedLimiter[K]) Wait(ctx context.Context, key K) error {
 
 // SetKeyLimit gives key its own rate and burst, in place of the limiter's,
 // from now on, as [Limiter.SetLimit] and [Limiter.SetBurst] would for its
-// bucket. A negative or NaN r counts as 0 and a negative burst as 0. Keys
+// bucket, except that a key whose bucket is full (as every key not seen
+// lately is) starts full under its new burst. A negative or NaN r counts as 0 and a negative burst as 0. Keys
 // given their own limit are kept until [KeyedLimiter.ClearKeyLimit], and do
 // not count towards [WithMaxKeys] while their buckets are full.
 func (k *KeyedLimiter[K]) SetKeyLimit(key K, r float64, burst int) {
 	k.setOwn(key, keyLimit{limit: sanitizeLimit(r), burst: max(burst, 0)}, true)
 }
 
-// ClearKeyLimit gives key the limiter's rate and burst again, from now on.
+// ClearKeyLimit gives key the limiter's rate and burst again, from now on,
+// as SetKeyLimit does.
 func (k *KeyedLimiter[K]) ClearKeyLimit(key K) {
 	k.setOwn(key, keyLimit{}, false)
 }
 
 func (k *KeyedLimiter[K]) setOwn(key K, own keyLimit, set bool) {
 	now := k.now()
-	s := k.shard(key)
+	h, s := k.shardOf(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	limit, burst := k.limitOfLocked(s, key)
-	if st, ok := s.buckets[key]; ok {
+	newBurst := k.burst
+	if set {
+		newBurst = own.burst
+	}
+	if st := s.buckets.Find(h, key); st != nil {
 		st.settle(now, limit, burst)
-		s.buckets[key] = st
+		if st.tokens >= float64(burst) {
+			// Full, so the same as no state, which means full under the
+			// new burst too: whether it was dropped yet must not matter.
+			st.tokens = float64(newBurst)
+		}
 	}
 	if !set {
 		delete(s.own, key)
@@ -224,94 +282,65 @@ func (k *KeyedLimiter[K]) setOwn(key K, own keyLimit, set bool) {
 
 // Len returns the number of keys the limiter holds state for: keys whose
 // buckets are not full, and some that have refilled and are not swept yet.
-func (k *KeyedLimiter[K]) Len() int { return int(k.keys.Load()) }
+// It takes every shard's lock in turn, so it is not a hot-path call.
+func (k *KeyedLimiter[K]) Len() int {
+	n := 0
+	for i := range k.shards {
+		s := &k.shards[i]
+		s.mu.Lock()
+		n += s.buckets.Len()
+		s.mu.Unlock()
+	}
+	return n
+}
 
-// reserveLocked is [Limiter.reserveLocked] for key's bucket. Its reservation
-// has no owner unless it came from the overflow bucket.
-func (k *KeyedLimiter[K]) reserveLocked(s *keyedShard[K], key K, now time.Duration, n int, maxWait time.Duration) (Reservation, time.Duration) {
+// reserveLocked is [Limiter.reserveLocked] for key's bucket; h is key's
+// hash. Its reservation has no owner unless it came from the overflow
+// bucket.
+func (k *KeyedLimiter[K]) reserveLocked(s *keyedShard[K], h uint64, key K, now time.Duration, n int, maxWait time.Duration) (Reservation, time.Duration) {
 	n = max(n, 0)
 	limit, burst := k.limitOfLocked(s, key)
 	if limit == InfLimit {
 		return Reservation{ok: true, tokens: n, timeToAct: now}, 0
 	}
-	st, held := s.buckets[key]
-	if !held {
+	st := s.buckets.Find(h, key)
+	if st == nil {
 		if n == 0 || n > burst {
 			// A full bucket that stays full, or a request it can never
 			// grant: nothing to hold.
 			return Reservation{ok: n == 0, limit: limit, timeToAct: now}, 0
 		}
-		if !k.makeRoomLocked(s, now) {
+		if maxWait < 0 {
+			// A deadline already past refuses even what needs no wait,
+			// as take would.
+			return Reservation{limit: limit}, 0
+		}
+		// A full bucket grants any n ≤ burst at once: the key's state is
+		// what is left of it.
+		s.now = now
+		if s.maxKeys != 0 && s.buckets.Len() >= s.maxKeys && s.buckets.Sweep(sweepGroups) == 0 {
 			k.overflow.mu.Lock()
 			defer k.overflow.mu.Unlock()
 			return k.overflow.reserveLocked(now, n, maxWait)
 		}
-		st = bucketState{tokens: float64(burst), last: now}
+		s.buckets.Insert(h, key, bucketState{tokens: float64(burst - n), last: now})
+		return Reservation{ok: true, tokens: n, limit: limit, timeToAct: now}, 0
 	}
 	wait, ok := st.take(now, n, limit, burst, maxWait)
 	if !ok {
-		if !held {
-			k.keys.Add(-1)
-		}
 		return Reservation{limit: limit}, wait
 	}
-	if s.buckets == nil {
-		s.buckets = make(map[K]bucketState)
-	}
-	s.buckets[key] = st
 	return Reservation{ok: true, tokens: n, limit: limit, timeToAct: addInstant(now, wait)}, wait
-}
-
-// makeRoomLocked sweeps a few held keys of s and reserves a place for one
-// more key, reporting whether there was room.
-func (k *KeyedLimiter[K]) makeRoomLocked(s *keyedShard[K], now time.Duration) bool {
-	k.sweepLocked(s, now, sweepSample)
-	if k.maxKeys == 0 {
-		k.keys.Add(1)
-		return true
-	}
-	if k.keys.Add(1) <= int64(k.maxKeys) {
-		return true
-	}
-	k.keys.Add(-1)
-	if k.sweepLocked(s, now, sweepSampleFull) == 0 {
-		return false
-	}
-	if k.keys.Add(1) <= int64(k.maxKeys) {
-		return true
-	}
-	k.keys.Add(-1)
-	return false
-}
-
-// sweepLocked looks at up to budget keys of s, from a random place (Go's
-// map iteration starts at one), drops those whose buckets are full at now,
-// and returns how many it dropped.
-func (k *KeyedLimiter[K]) sweepLocked(s *keyedShard[K], now time.Duration, budget int) int {
-	seen, dropped := 0, 0
-	for key, st := range s.buckets {
-		if seen == budget {
-			break
-		}
-		seen++
-		limit, burst := k.limitOfLocked(s, key)
-		if st.tokensAt(now, limit, burst) >= float64(burst) {
-			delete(s.buckets, key)
-			dropped++
-		}
-	}
-	k.keys.Add(int64(-dropped))
-	return dropped
 }
 
 // cancel gives back the tokens of r, a reservation of key's bucket, at now.
 func (k *KeyedLimiter[K]) cancel(key K, r *Reservation, now time.Duration) {
-	s := k.shard(key)
+	h, s := k.shardOf(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	limit, burst := k.limitOfLocked(s, key)
-	st, held := s.buckets[key]
-	if limit == InfLimit || !held {
+	st := s.buckets.Find(h, key)
+	if limit == InfLimit || st == nil {
 		return // a full bucket has nothing to get back
 	}
 	// The key's latest reservation is taken to be its last one: its
@@ -321,7 +350,6 @@ func (k *KeyedLimiter[K]) cancel(key K, r *Reservation, now time.Duration) {
 		lastEvent = addInstant(st.last, durationFromTokens(limit, -st.tokens))
 	}
 	st.giveBack(r, now, limit, burst, &lastEvent)
-	s.buckets[key] = st
 }
 
 // keyedOwner lets a Reservation of a KeyedLimiter find its key's bucket.

@@ -1,0 +1,118 @@
+//go:build !go1.24
+
+package keytable
+
+// Hashed reports whether Hash spreads keys: false in this build, whose Hash
+// is always 0, so an owner keeps one shard.
+const Hashed = false
+
+// Table maps keys to values of type V. Before Go 1.24 there is no
+// allocation-free way to hash an arbitrary comparable value
+// (hash/maphash.Comparable), so this build keeps the entries in a slice,
+// which gives Find a pointer to update in place, and a Go map from key to
+// index. Its zero value is not usable: call Init.
+//
+// Stale entries are dropped, all of them, before the slice grows, and by
+// Sweep; a dropped entry is replaced by the last one, so the slice stays
+// dense.
+type Table[K comparable, V any] struct {
+	index   map[K]int
+	entries []entry[K, V]
+	stale   Stale[K, V]
+	cursor  int // the entry Sweep looks at next
+}
+
+// groupSize is the number of entries Sweep counts as one group, as many as
+// a group of the go1.24 build holds.
+const groupSize = 7
+
+type entry[K comparable, V any] struct {
+	key K
+	val V
+}
+
+// Seed is what Hash is computed from; nothing in this build.
+type Seed struct{}
+
+// NewSeed returns a Seed.
+func NewSeed() Seed { return Seed{} }
+
+// Init readies the table, with the seed of its hashes and the function that
+// says which entries may go. It must run before the table is shared.
+func (t *Table[K, V]) Init(_ Seed, stale Stale[K, V]) {
+	t.index = make(map[K]int)
+	t.stale = stale
+}
+
+// Hash returns 0: a map hashes by itself.
+func (t *Table[K, V]) Hash(K) uint64 { return 0 }
+
+// Len returns the number of entries.
+func (t *Table[K, V]) Len() int { return len(t.entries) }
+
+// Slots returns the capacity of the entries' slice.
+func (t *Table[K, V]) Slots() int { return cap(t.entries) }
+
+// Find returns key's value, or nil if key has no entry. The pointer is
+// valid until the next Insert or Sweep.
+func (t *Table[K, V]) Find(_ uint64, key K) *V {
+	if i, ok := t.index[key]; ok {
+		return &t.entries[i].val
+	}
+	return nil
+}
+
+// Insert adds key, which has no entry, with value v, and returns a pointer
+// to its value, valid until the next Insert or Sweep. Before the slice
+// grows it drops the stale entries.
+func (t *Table[K, V]) Insert(_ uint64, key K, v V) *V {
+	if len(t.entries) == cap(t.entries) {
+		for i := 0; i < len(t.entries); {
+			if !t.dropIfStale(i) {
+				i++
+			}
+		}
+		if len(t.entries) <= cap(t.entries)/2 {
+			// Shrink: copy into a slice sized for the entries left.
+			t.entries = append(make([]entry[K, V], 0, 2*len(t.entries)+1), t.entries...)
+		}
+	}
+	t.index[key] = len(t.entries)
+	t.entries = append(t.entries, entry[K, V]{key: key, val: v})
+	return &t.entries[len(t.entries)-1].val
+}
+
+// Sweep looks at up to groups×7 entries, from where the last Sweep stopped,
+// drops the stale ones and returns how many it dropped.
+func (t *Table[K, V]) Sweep(groups int) int {
+	dropped := 0
+	for range min(groups*groupSize, len(t.entries)) {
+		if t.cursor >= len(t.entries) {
+			t.cursor = 0
+		}
+		if t.dropIfStale(t.cursor) {
+			dropped++ // the last entry moved here: look at it next
+		} else {
+			t.cursor++
+		}
+	}
+	return dropped
+}
+
+// dropIfStale drops entry i if it is stale, moving the last entry into its
+// place, and reports whether it did.
+func (t *Table[K, V]) dropIfStale(i int) bool {
+	e := &t.entries[i]
+	if !t.stale(e.key, &e.val) {
+		return false
+	}
+	delete(t.index, e.key)
+	last := len(t.entries) - 1
+	if i != last {
+		*e = t.entries[last]
+		t.index[e.key] = i
+	}
+	t.entries[last] = entry[K, V]{} // for the garbage collector
+	t.entries = t.entries[:last]
+	return true
+}
