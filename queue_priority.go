@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/retrykit/backoff/internal/itemstate"
 )
 
 // AddOptions says how [RateLimitingQueue.AddWithOptions] adds items: after a
@@ -61,31 +63,54 @@ func WithMaxReadyWait(d time.Duration) Option {
 }
 
 // priorities holds what a queue knows about priorities beyond its levels.
-// A queue whose items all have priority 0 keeps both maps empty, and then
-// pays one length check per call.
+// A queue whose items all have priority 0 keeps it empty, and then pays one
+// or two counter checks per call.
 //
-// An item whose priority rises while it is queued is pushed again at its
-// new level, and its old entry stays where it is, stale: Get skips it. The
-// generation number of an entry tells the current entry from stale ones.
+// The priority of a dirty item's pending run lives next to its state: its
+// aux byte in the states is the id of that priority (0 for priority 0), so
+// that a non-zero priority costs no map operation (see
+// BenchmarkQueueAddGetDonePriorities). The ids intern the priorities in use;
+// a queue with more distinct priorities pending at once than there are ids
+// keeps the rest in a map.
+//
+// An item whose priority rises while it is queued is pushed again at its new
+// level, and its old entry stays where it is, stale: Get skips it. The items
+// with stale entries are in raised, whose generation numbers tell an item's
+// current entry from its stale ones.
 type priorities[T comparable] struct {
-	// meta holds the items that have a non-zero pending priority or
-	// entries with a non-zero generation. An item without an entry has
-	// priority 0 and at most one entry, of generation 0, which is current.
-	meta map[T]prioMeta
+	ids      []prioID  // ids[i] is the priority of aux byte i+1
+	pendingN int       // dirty items whose pending priority is not 0
+	overflow map[T]int // pending priorities of the items whose aux byte is overflowID
+
+	raised  map[T]raisedItem // the items with stale entries
+	lastGen uint32           // the generation of the last entry pushed for a raised item
+	stale   int              // stale entries in the levels
+
 	// waiting holds the non-zero priorities of the items that wait for
 	// their ready time.
 	waiting map[T]int
-	// stale is the number of stale entries in the levels.
-	stale int
 
 	maxReadyWait int64 // nanoseconds; 0 means strict priority
 }
 
-// prioMeta is what priorities knows of one item.
-type prioMeta struct {
-	prio    int    // the priority of the item's pending run, if it is dirty
-	gen     uint32 // the generation of its current entry
-	entries int    // its entries in the levels, current and stale
+// prioID is one interned priority: refs dirty items have it pending. An id
+// whose refs are 0 keeps its priority until another priority needs the id.
+type prioID struct {
+	prio int
+	refs int
+}
+
+// maxPrioIDs is the number of aux byte values that name an interned
+// priority; overflowID says "see overflow".
+const (
+	maxPrioIDs        = 254
+	overflowID  uint8 = 255
+)
+
+// raisedItem is what priorities knows of an item with stale entries.
+type raisedItem struct {
+	gen   uint32 // the generation of its current entry
+	stale int    // its stale entries
 }
 
 // initPriorities reads the options about priorities.
@@ -102,80 +127,131 @@ func (q *Queue[T]) initPriorities(cfg priorityConfig) {
 	q.ready.Init(func(e readyEntry[T]) string { return key(e.item) })
 }
 
-// used reports whether some item has priority bookkeeping.
-func (p *priorities[T]) used() bool { return len(p.meta) > 0 }
+// used reports whether some dirty item has a non-zero pending priority or
+// some entry is stale: then an Add at priority 0 cannot take the fast path.
+func (p *priorities[T]) used() bool { return p.pendingN > 0 || p.stale > 0 }
 
 // waitingUsed reports whether some waiting item has a non-zero priority.
 func (p *priorities[T]) waitingUsed() bool { return len(p.waiting) > 0 }
 
-// pending returns the priority of item's pending run.
-func (p *priorities[T]) pending(item T) int {
-	if len(p.meta) == 0 {
+// pendingLocked returns the priority of the pending run of item, which is
+// dirty and was found at ref.
+func (q *Queue[T]) pendingLocked(ref itemstate.Ref, item T) int {
+	if q.prios.pendingN == 0 {
 		return 0
 	}
-	return p.meta[item].prio
+	switch id := q.states.Aux(ref, item); id {
+	case 0:
+		return 0
+	case overflowID:
+		return q.prios.overflow[item]
+	default:
+		return q.prios.ids[id-1].prio
+	}
 }
 
-// setPending sets the priority of item's pending run; entries is the
-// number of entries of an item that has no meta yet.
-func (p *priorities[T]) setPending(item T, prio, entries int) {
-	m, ok := p.meta[item]
-	if !ok {
-		if prio == 0 {
-			return
+// setPendingLocked sets the priority of the pending run of item, which has
+// an entry at ref.
+func (q *Queue[T]) setPendingLocked(ref itemstate.Ref, item T, prio int) {
+	p := &q.prios
+	if p.pendingN > 0 {
+		switch id := q.states.Aux(ref, item); id {
+		case 0:
+		case overflowID:
+			delete(p.overflow, item)
+			p.pendingN--
+		default:
+			p.ids[id-1].refs--
+			p.pendingN--
 		}
-		if p.meta == nil {
-			p.meta = make(map[T]prioMeta)
+	}
+	id := uint8(0)
+	if prio != 0 {
+		id = p.idFor(prio)
+		if id == overflowID {
+			if p.overflow == nil {
+				p.overflow = make(map[T]int)
+			}
+			p.overflow[item] = prio
 		}
-		m.entries = entries
+		p.pendingN++
 	}
-	m.prio = prio
-	if m.entries == 0 && prio == 0 {
-		delete(p.meta, item) // an item has meta only while it needs it
-		return
-	}
-	p.meta[item] = m
+	q.states.SetAux(ref, item, id)
 }
 
-// pushed records that an entry of item is pushed at priority prio, and
-// returns its generation.
-func (p *priorities[T]) pushed(item T, prio int) uint32 {
-	m, ok := p.meta[item]
-	if !ok {
-		if prio == 0 {
-			return 0
+// idFor returns the id of prio, which is not 0, counting one more
+// reference to it, or overflowID if every id is taken by another priority.
+// Priorities are few: a linear scan.
+func (p *priorities[T]) idFor(prio int) uint8 {
+	unused := -1
+	for i := range p.ids {
+		if p.ids[i].prio == prio {
+			p.ids[i].refs++
+			return uint8(i + 1)
 		}
-		if p.meta == nil {
-			p.meta = make(map[T]prioMeta)
+		if unused < 0 && p.ids[i].refs == 0 {
+			unused = i
 		}
 	}
-	m.gen++
-	m.entries++
-	m.prio = prio
-	p.meta[item] = m
+	if unused < 0 {
+		if len(p.ids) == maxPrioIDs {
+			return overflowID
+		}
+		unused = len(p.ids)
+		p.ids = append(p.ids, prioID{})
+	}
+	p.ids[unused] = prioID{prio: prio, refs: 1}
+	return uint8(unused + 1)
+}
+
+// raise records that item's current entry goes stale: a new one is about
+// to be pushed.
+func (p *priorities[T]) raise(item T) {
+	if p.raised == nil {
+		p.raised = make(map[T]raisedItem)
+	}
+	m := p.raised[item]
+	m.stale++
+	p.raised[item] = m
+	p.stale++
+}
+
+// pushed returns the generation of an entry of item about to be pushed: 0
+// unless item has stale entries, and else a generation no entry in the
+// levels has.
+func (p *priorities[T]) pushed(item T) uint32 {
+	if len(p.raised) == 0 {
+		return 0
+	}
+	m, ok := p.raised[item]
+	if !ok {
+		return 0
+	}
+	if p.lastGen++; p.lastGen == 0 {
+		p.lastGen = 1 // 0 is the generation of the entries of other items
+	}
+	m.gen = p.lastGen
+	p.raised[item] = m
 	return m.gen
 }
 
 // popped records that e was taken out of the levels, and reports whether it
-// is item's current entry; if so, the item's pending priority is reset.
+// is its item's current entry.
 func (p *priorities[T]) popped(e *readyEntry[T]) bool {
-	m, ok := p.meta[e.item]
-	if !ok {
+	if len(p.raised) == 0 {
 		return true
 	}
-	current := e.gen == m.gen
-	m.entries--
-	if current {
-		m.prio = 0
-	} else {
-		p.stale--
+	m, ok := p.raised[e.item]
+	if !ok || e.gen == m.gen {
+		return true
 	}
-	if m.entries == 0 && m.prio == 0 {
-		delete(p.meta, e.item)
+	p.stale--
+	if m.stale--; m.stale == 0 {
+		delete(p.raised, e.item)
 	} else {
-		p.meta[e.item] = m
+		p.raised[e.item] = m
 	}
-	return current
+	return false
 }
 
 // wait records that item waits with priority prio, or its current waiting
@@ -232,34 +308,36 @@ func (q *Queue[T]) enqueuePrioLocked(item T, hash uint64, at int64, prio int) {
 func (q *Queue[T]) enqueueGeneralLocked(item T, hash uint64, at int64, prio int) {
 	st, ref := q.states.Find(hash, item)
 	if st&queueDirty != 0 {
-		if prio <= q.prios.pending(item) {
+		cur := q.pendingLocked(ref, item)
+		if prio <= cur {
 			return
 		}
+		q.setPendingLocked(ref, item, prio)
 		if st&queueProcessing != 0 {
-			q.prios.setPending(item, prio, 0) // Done queues it at prio
-			return
+			return // Done queues it at prio
 		}
 		// Queued at a lower priority: its entry goes stale, and a new one
 		// joins the end of the new level.
 		if q.prioDepths != nil {
-			q.prioDepths.add(q.prios.pending(item), -1)
+			q.prioDepths.add(cur, -1)
 		}
-		q.prios.setPending(item, prio, 1)
-		q.prios.stale++
+		q.prios.raise(item)
 		q.pushReadyLocked(item, hash, at, prio)
 		return
 	}
 	if st == 0 {
-		q.states.Insert(hash, item, queueDirty)
+		ref = q.states.Insert(hash, item, queueDirty)
 	} else {
 		q.states.Set(ref, item, st|queueDirty)
 	}
 	if q.metrics != nil {
 		q.metrics.IncAdds()
 	}
+	if prio != 0 {
+		q.setPendingLocked(ref, item, prio)
+	}
 	if st&queueProcessing != 0 {
-		q.prios.setPending(item, prio, 0)
-		return
+		return // Done queues it
 	}
 	q.pushReadyLocked(item, hash, at, prio)
 }
@@ -278,9 +356,8 @@ func (q *Queue[T]) popReadyLocked() (readyEntry[T], int) {
 		} else {
 			e, prio = q.ready.Pop()
 		}
-		// An entry of generation 0 has no meta unless an item rose since
-		// it was pushed, which leaves a stale entry: no lookup.
-		if (e.gen == 0 && q.prios.stale == 0) || q.prios.popped(&e) {
+		// Without stale entries, every entry is current: no lookup.
+		if q.prios.stale == 0 || q.prios.popped(&e) {
 			if q.prios.stale > 0 && q.readyLenLocked() == 0 {
 				q.dropStaleLocked()
 			}
@@ -290,8 +367,7 @@ func (q *Queue[T]) popReadyLocked() (readyEntry[T], int) {
 }
 
 // dropStaleLocked empties the levels, which hold only stale entries, so
-// that the items they refer to and their meta are not kept until the next
-// Get.
+// that the items they refer to are not kept until the next Get.
 func (q *Queue[T]) dropStaleLocked() {
 	for q.ready.Len() > 0 {
 		e, _ := q.ready.Pop()
@@ -373,6 +449,18 @@ func (q *Queue[T]) addWithOptions(o AddOptions, limiter RateLimiter[T], budget *
 	if q.shuttingDown {
 		return
 	}
+	if o.After <= 0 && (!o.RateLimited || limiter == nil) {
+		// Add at a priority, which is no retry: the clock is read only if
+		// something waits, or for the join time (see joinTimeLocked).
+		for _, item := range items {
+			prio := o.Priority
+			if p, waited := q.unwaitLocked(item); waited {
+				prio = max(prio, p)
+			}
+			q.enqueuePrioLocked(item, q.states.Hash(item), q.joinTimeLocked(), prio)
+		}
+		return
+	}
 	now := q.nowLocked()
 	q.promoteDueAtLocked(now)
 	for _, item := range items {
@@ -390,12 +478,7 @@ func (q *Queue[T]) addWithOptions(o AddOptions, limiter RateLimiter[T], budget *
 				d = min(d, o.After)
 			}
 		}
-		if d > 0 || o.RateLimited {
-			if q.metrics != nil {
-				q.metrics.IncRetries()
-			}
-		}
-		q.addAfterPrioLocked(item, d, now, o.Priority)
+		q.addAfterPrioLocked(item, d, now, o.Priority) // counts a retry, as AddAfter
 	}
 }
 
