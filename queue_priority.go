@@ -103,8 +103,8 @@ type prioID struct {
 // maxPrioIDs is the number of aux byte values that name an interned
 // priority; overflowID says "see overflow".
 const (
-	maxPrioIDs        = 254
-	overflowID  uint8 = 255
+	maxPrioIDs       = 254
+	overflowID uint8 = 255
 )
 
 // raisedItem is what priorities knows of an item with stale entries.
