@@ -51,10 +51,10 @@ func WithFairness[T comparable](key func(T) string) Option {
 
 // WithMaxReadyWait bounds starvation across priorities: a ready item that
 // has waited longer than d is handed out before items of higher priority,
-// the item that has waited longest first. With fairness, what is compared
-// is the item each priority would hand out next. 0, the default, means
-// strict priority: a stream of high-priority items can delay lower ones
-// forever.
+// the item that has waited longest first (with [WithFairness] too: such an
+// item is handed out out of its key's turn, and the other keys keep their
+// places). 0, the default, means strict priority: a stream of high-priority
+// items can delay lower ones forever.
 //
 // WithMaxReadyWait panics if d is negative.
 func WithMaxReadyWait(d time.Duration) Option {
@@ -125,6 +125,10 @@ func (q *Queue[T]) initPriorities(cfg priorityConfig) {
 		badArgument("WithFairness", fmt.Sprintf("key must be a func(%T) string for this queue", zero), fmt.Sprintf("%T", cfg.fairKey))
 	}
 	q.ready.Init(func(e readyEntry[T]) string { return key(e.item) })
+	q.ready.SetCurrent(q.prios.isCurrent)
+	if cfg.maxReadyWait > 0 {
+		q.ready.TrackOldest()
+	}
 }
 
 // used reports whether some dirty item has a non-zero pending priority or
@@ -235,6 +239,15 @@ func (p *priorities[T]) pushed(item T) uint32 {
 	return m.gen
 }
 
+// isCurrent reports whether e is its item's current entry.
+func (p *priorities[T]) isCurrent(e readyEntry[T]) bool {
+	if len(p.raised) == 0 {
+		return true
+	}
+	m, ok := p.raised[e.item]
+	return !ok || e.gen == m.gen
+}
+
 // popped records that e was taken out of the levels, and reports whether it
 // is its item's current entry.
 func (p *priorities[T]) popped(e *readyEntry[T]) bool {
@@ -322,6 +335,7 @@ func (q *Queue[T]) enqueueGeneralLocked(item T, hash uint64, at int64, prio int)
 			q.prioDepths.add(cur, -1)
 		}
 		q.prios.raise(item)
+		q.ready.MarkStale(cur, readyEntry[T]{item: item})
 		q.pushReadyLocked(item, hash, at, prio)
 		return
 	}
@@ -369,15 +383,13 @@ func (q *Queue[T]) popReadyLocked() (readyEntry[T], int) {
 // dropStaleLocked empties the levels, which hold only stale entries, so
 // that the items they refer to are not kept until the next Get.
 func (q *Queue[T]) dropStaleLocked() {
-	for q.ready.Len() > 0 {
-		e, _ := q.ready.Pop()
-		q.prios.popped(&e)
-	}
+	q.ready.Clear(func(e readyEntry[T]) { q.prios.popped(&e) })
 }
 
-// popOverdueLocked pops the next entry of the level whose next entry has
-// waited longest, if that is longer than maxReadyWait, and else of the
-// highest level.
+// popOverdueLocked pops the oldest entry of the level whose oldest entry
+// has waited longest, if that is longer than maxReadyWait, and else the
+// next entry of the highest level. An oldest entry may be stale: the
+// caller then drops it and asks again.
 func (q *Queue[T]) popOverdueLocked() (readyEntry[T], int) {
 	now := q.nowLocked()
 	oldest, oldestAt := 0, int64(0)
@@ -391,7 +403,7 @@ func (q *Queue[T]) popOverdueLocked() (readyEntry[T], int) {
 	if !found {
 		return q.ready.Pop()
 	}
-	return q.ready.PopFrom(oldest), oldest
+	return q.ready.PopOldest(oldest), oldest
 }
 
 // GetWithPriority is [Queue.Get] that also returns the priority at which
