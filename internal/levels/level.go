@@ -49,9 +49,15 @@ type arrival[E any] struct {
 	n  uint64
 }
 
-// maxSpareKeys bounds the key FIFOs a level keeps for reuse, and the idle
-// keys it keeps in byKey beyond the number of keys with values.
+// maxSpareKeys bounds the key FIFOs a level keeps for reuse once dropped.
 const maxSpareKeys = 64
+
+// maxIdleKeys is the number of keys without values up to which a level
+// keeps their FIFOs (each with its first chunk), so that a working set of
+// that many tenants whose items come and go costs no map insert and delete
+// per item (see BenchmarkQueueAddGetDoneFairness). Beyond it, and once the
+// idle keys outnumber the others, they are dropped.
+const maxIdleKeys = 1024
 
 func (lv *level[E]) len() int { return lv.plain.Len() + lv.n }
 
@@ -172,7 +178,7 @@ func (lv *level[E]) popKey(kq *keyQueue[E]) E {
 	lv.n--
 	if kq.q.Len() == 0 {
 		lv.idle++
-		if lv.idle > maxSpareKeys && lv.idle > len(lv.byKey)-lv.idle {
+		if lv.idle > maxIdleKeys && lv.idle > len(lv.byKey)-lv.idle {
 			lv.dropIdle()
 		}
 	}

@@ -134,7 +134,28 @@ func TestLevelsManyKeysAgainstModel(t *testing.T) {
 			ops[i] |= 1 // mostly pops: keys go idle and are dropped
 		}
 	}
-	checkKeys(t, ops, true, 700)
+	checkKeys(t, ops, true, 3000)
+}
+
+// TestLevelsDropIdleKeys goes through more keys than a level keeps idle:
+// the order stays right and most of their memory goes back.
+func TestLevelsDropIdleKeys(t *testing.T) {
+	l := levels.New(func(e entry) string { return e.key })
+	const n = 3000
+	for round := range 2 {
+		for i := range n {
+			l.Push(0, entry{fmt.Sprint(i), i})
+		}
+		peak := l.Cap()
+		for i := range n {
+			if v, _ := l.Pop(); v.n != i {
+				t.Fatalf("round %d: Pop() = %v, want value %d", round, v, i)
+			}
+		}
+		if l.Cap() > peak/2 {
+			t.Fatalf("round %d: Cap() = %d after draining, %d at the peak", round, l.Cap(), peak)
+		}
+	}
 }
 
 // TestLevelsStaleValuesCostNoTurn marks values stale: Pop returns each
