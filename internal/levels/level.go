@@ -22,11 +22,16 @@ type level[E any] struct {
 	spare    []*keyQueue[E]
 }
 
-// keyQueue is the FIFO of one key in a level with fairness.
+// keyQueue is the FIFO of one key in a level with fairness: its first value
+// in head, the others in rest. A tenant usually has one ready item at a
+// time: its value then sits in the keyQueue itself, which the map lookup
+// or the turn has just loaded, and rest never allocates.
 type keyQueue[E any] struct {
 	key  string
-	q    fifo.Queue[E]
-	live int // current values in q: the key has a valid turn while live > 0
+	head E // the first value, if n > 0
+	rest fifo.Queue[E]
+	n    int // values: head and rest
+	live int // current values: the key has a valid turn while live > 0
 	// epoch tells the key's valid turn from turns it had before: it
 	// changes whenever live drops to 0.
 	epoch uint32
@@ -53,7 +58,7 @@ type arrival[E any] struct {
 const maxSpareKeys = 64
 
 // maxIdleKeys is the number of keys without values up to which a level
-// keeps their FIFOs (each with its first chunk), so that a working set of
+// keeps their keyQueues, so that a working set of
 // that many tenants whose items come and go costs no map insert and delete
 // per item (see BenchmarkQueueAddGetDoneFairness). Beyond it, and once the
 // idle keys outnumber the others, they are dropped.
@@ -70,13 +75,18 @@ func (lv *level[E]) push(v E, l *Levels[E]) {
 	kq := lv.byKey[k]
 	if kq == nil {
 		kq = lv.newKey(k)
-	} else if kq.q.Len() == 0 {
+	} else if kq.n == 0 {
 		lv.idle--
 	}
 	if l.oldest {
 		lv.arrivals.Push(arrival[E]{kq, kq.pushed})
 	}
-	kq.q.Push(v)
+	if kq.n == 0 {
+		kq.head = v
+	} else {
+		kq.rest.Push(v)
+	}
+	kq.n++
 	kq.pushed++
 	lv.n++
 	if kq.live++; kq.live == 1 {
@@ -173,10 +183,16 @@ func (lv *level[E]) oldestKey() *keyQueue[E] {
 
 // popKey pops kq's first value, and makes kq idle if that empties it.
 func (lv *level[E]) popKey(kq *keyQueue[E]) E {
-	v := kq.q.Pop()
+	v := kq.head
+	if kq.n--; kq.n > 0 {
+		kq.head = kq.rest.Pop()
+	} else {
+		var zero E
+		kq.head = zero // let what v refers to be collected
+	}
 	kq.popped++
 	lv.n--
-	if kq.q.Len() == 0 {
+	if kq.n == 0 {
 		lv.idle++
 		if lv.idle > maxIdleKeys && lv.idle > len(lv.byKey)-lv.idle {
 			lv.dropIdle()
@@ -191,7 +207,7 @@ func (lv *level[E]) popKey(kq *keyQueue[E]) E {
 // byKey, which pays for the scan.
 func (lv *level[E]) dropIdle() {
 	for k, kq := range lv.byKey {
-		if kq.q.Len() == 0 {
+		if kq.n == 0 {
 			delete(lv.byKey, k)
 			kq.epoch++ // any turn it has left is void
 			if len(lv.spare) < maxSpareKeys {
@@ -209,12 +225,12 @@ func (lv *level[E]) peek(l *Levels[E]) (v E, ok bool) {
 		return lv.plain.Peek(), true
 	}
 	if l.oldest {
-		return lv.oldestKey().q.Peek(), true
+		return lv.oldestKey().head, true
 	}
 	for lv.turns.Len() > 0 {
 		t := lv.turns.Peek()
 		if t.epoch == t.kq.epoch {
-			return t.kq.q.Peek(), true
+			return t.kq.head, true
 		}
 		lv.turns.Pop()
 	}
@@ -230,7 +246,7 @@ func (lv *level[E]) clear(f func(E)) {
 		return
 	}
 	for _, kq := range lv.byKey {
-		for kq.q.Len() > 0 {
+		for kq.n > 0 {
 			f(lv.popKey(kq))
 		}
 		if kq.live > 0 {
@@ -249,10 +265,10 @@ func (lv *level[E]) clear(f func(E)) {
 func (lv *level[E]) cap() int {
 	n := lv.plain.Cap() + lv.turns.Cap() + lv.arrivals.Cap()
 	for _, kq := range lv.byKey {
-		n += kq.q.Cap()
+		n += 1 + kq.rest.Cap()
 	}
 	for _, kq := range lv.spare {
-		n += kq.q.Cap()
+		n += 1 + kq.rest.Cap()
 	}
 	return n
 }
