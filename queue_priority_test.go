@@ -467,3 +467,34 @@ func TestPriorityManyDistinctPriorities(t *testing.T) {
 	}
 	assert.Equal(t, want, got)
 }
+
+// TestFairnessHotPathsAllocateNothing runs Add+Get+Done with fairness over
+// 1,000 keys, two priorities and a raise per round, once the queue has
+// seen its keys.
+func TestFairnessHotPathsAllocateNothing(t *testing.T) {
+	keys := make([]string, 1000)
+	for i := range keys {
+		keys[i] = fmt.Sprint("ns-", i)
+	}
+	q := backoff.NewDelayingQueue[int](backoff.WithFairness(func(i int) string { return keys[i%1000] }))
+	defer q.ShutDown()
+	round := func(i int) {
+		q.AddWithOptions(at(-100*(i%2)), i%5000)
+		q.AddWithOptions(at(1), (i+7)%5000) // a raise when it is queued at -100
+		for range 2 {
+			if q.Len() > 0 {
+				item, _, _ := q.GetWithPriority()
+				q.Done(item)
+			}
+		}
+	}
+	for i := range 20_000 { // every key, priority and FIFO at its working size
+		round(i)
+	}
+	i := 20_000
+	allocs := testing.AllocsPerRun(5000, func() {
+		round(i)
+		i++
+	})
+	assert.Zero(t, allocs)
+}
