@@ -56,6 +56,9 @@ func (l *Levels[E]) TrackOldest() { l.oldest = true }
 // MarkStale records that v, pushed at priority prio and still in l, is no
 // longer current (see SetCurrent). It does nothing without fairness.
 func (l *Levels[E]) MarkStale(prio int, v E) {
+	if l.key == nil {
+		return
+	}
 	if prio == 0 {
 		l.zero.markStale(v, l)
 		return
