@@ -69,7 +69,7 @@ type Queue[T comparable] struct {
 	drained sync.Cond
 
 	ready   levels.Levels[readyEntry[T]] // queued items not being processed, by priority, in order
-	prios   priorities[T]                // the priorities of items (queue_priority.go)
+	prios   priorities[T]                // the priorities of items (queue_priority_state.go)
 	states  itemstate.Table[T]           // queueDirty and queueProcessing; no entry means neither
 	delays  delays[T]                    // items waiting for their ready time (queue_delays.go)
 	starts  map[T]int64                  // when each processing item was handed out; only with metrics
@@ -97,7 +97,7 @@ type readyEntry[T comparable] struct {
 	item T
 	at   int64  // when the item joined the FIFO, since the epoch (read only with metrics)
 	hash uint64 // the item's hash in the states, which Get needs under the lock
-	gen  uint32 // tells a raised item's stale entries from its current one (queue_priority.go)
+	gen  uint32 // tells a raised item's stale entries from its current one (queue_priority_state.go)
 }
 
 // NewQueue returns an empty, running queue. It reads [WithClock] (for
