@@ -69,7 +69,7 @@ type Queue[T comparable] struct {
 	drained sync.Cond
 
 	ready   levels.Levels[readyEntry[T]] // queued items not being processed, by priority, in order
-	prios   priorities[T]                // the priorities of items (queue_priority.go)
+	prios   priorities[T]                // the priorities of items (queue_priority_state.go)
 	states  itemstate.Table[T]           // queueDirty and queueProcessing; no entry means neither
 	delays  delays[T]                    // items waiting for their ready time (queue_delays.go)
 	starts  map[T]int64                  // when each processing item was handed out; only with metrics
@@ -97,7 +97,7 @@ type readyEntry[T comparable] struct {
 	item T
 	at   int64  // when the item joined the FIFO, since the epoch (read only with metrics)
 	hash uint64 // the item's hash in the states, which Get needs under the lock
-	gen  uint32 // tells a moved item's old entries from its current one (queue_priority.go)
+	gen  uint32 // tells a raised item's stale entries from its current one (queue_priority_state.go)
 }
 
 // NewQueue returns an empty, running queue. It reads [WithClock] (for
@@ -184,10 +184,8 @@ func (q *Queue[T]) enqueueLocked(item T, hash uint64, at int64) {
 // prio with join time at, and wakes one getter.
 func (q *Queue[T]) pushReadyLocked(item T, hash uint64, at int64, prio int) {
 	e := readyEntry[T]{item: item, at: at, hash: hash}
-	if prio != 0 || q.prios.stale > 0 {
-		// Without stale entries, an item pushed at priority 0 has no meta
-		// (see priorities.meta): no lookup.
-		e.gen = q.prios.pushed(item, prio)
+	if q.prios.stale > 0 {
+		e.gen = q.prios.pushed(item)
 	}
 	if prio == 0 && q.zero != nil {
 		q.zero.Push(e)
@@ -293,8 +291,8 @@ func (q *Queue[T]) get(ctx context.Context) (item T, prio int, err error) {
 		return item, 0, ErrQueueShutDown
 	}
 	var e readyEntry[T]
-	if q.zero != nil && q.ready.OnlyZero() && !q.prios.used() {
-		e = q.zero.Pop() // no priorities in use: the one FIFO
+	if q.zero != nil && q.ready.OnlyZero() && q.prios.stale == 0 {
+		e = q.zero.Pop() // only priority 0 is queued, all current: the one FIFO
 	} else {
 		e, prio = q.popReadyLocked()
 	}
@@ -304,6 +302,9 @@ func (q *Queue[T]) get(ctx context.Context) (item T, prio int, err error) {
 	// (BenchmarkQueueAddGetDone/mode=2p2w).
 	_, ref := q.states.Find(e.hash, e.item)
 	q.states.Set(ref, e.item, queueProcessing) // dirty is cleared: a new Add queues it again
+	if prio != 0 {
+		q.setPendingLocked(ref, e.item, 0) // the run it was pending for is this one
+	}
 	if q.metrics != nil {
 		now := q.nowLocked()
 		q.starts[e.item] = now
@@ -347,7 +348,7 @@ func (q *Queue[T]) Done(item T) {
 	}
 	if st&queueDirty != 0 {
 		q.states.Set(ref, item, queueDirty)
-		q.pushReadyLocked(item, hash, now, q.prios.pending(item))
+		q.pushReadyLocked(item, hash, now, q.pendingLocked(ref, item))
 		return
 	}
 	q.states.Remove(ref, item) // gives the memory of a burst back when it empties

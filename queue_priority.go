@@ -49,43 +49,15 @@ func WithFairness[T comparable](key func(T) string) Option {
 
 // WithMaxReadyWait bounds starvation across priorities: a ready item that
 // has waited longer than d is handed out before items of higher priority,
-// the item that has waited longest first. With fairness, what is compared
-// is the item each priority would hand out next. 0, the default, means
-// strict priority: a stream of high-priority items can delay lower ones
-// forever.
+// the item that has waited longest first (with [WithFairness] too: such an
+// item is handed out out of its key's turn, and the other keys keep their
+// places). 0, the default, means strict priority: a stream of high-priority
+// items can delay lower ones forever.
 //
 // WithMaxReadyWait panics if d is negative.
 func WithMaxReadyWait(d time.Duration) Option {
 	mustNotBeNegative("WithMaxReadyWait", "d", d)
 	return func(c *config) { c.queue.priority.maxReadyWait = d }
-}
-
-// priorities holds what a queue knows about priorities beyond its levels.
-// A queue whose items all have priority 0 keeps both maps empty, and then
-// pays one length check per call.
-//
-// An item whose priority rises while it is queued is pushed again at its
-// new level, and its old entry stays where it is, stale: Get skips it. The
-// generation number of an entry tells the current entry from stale ones.
-type priorities[T comparable] struct {
-	// meta holds the items that have a non-zero pending priority or
-	// entries with a non-zero generation. An item without an entry has
-	// priority 0 and at most one entry, of generation 0, which is current.
-	meta map[T]prioMeta
-	// waiting holds the non-zero priorities of the items that wait for
-	// their ready time.
-	waiting map[T]int
-	// stale is the number of stale entries in the levels.
-	stale int
-
-	maxReadyWait int64 // nanoseconds; 0 means strict priority
-}
-
-// prioMeta is what priorities knows of one item.
-type prioMeta struct {
-	prio    int    // the priority of the item's pending run, if it is dirty
-	gen     uint32 // the generation of its current entry
-	entries int    // its entries in the levels, current and stale
 }
 
 // initPriorities reads the options about priorities.
@@ -100,111 +72,10 @@ func (q *Queue[T]) initPriorities(cfg priorityConfig) {
 		badArgument("WithFairness", fmt.Sprintf("key must be a func(%T) string for this queue", zero), fmt.Sprintf("%T", cfg.fairKey))
 	}
 	q.ready.Init(func(e readyEntry[T]) string { return key(e.item) })
-}
-
-// used reports whether some item has priority bookkeeping.
-func (p *priorities[T]) used() bool { return len(p.meta) > 0 }
-
-// waitingUsed reports whether some waiting item has a non-zero priority.
-func (p *priorities[T]) waitingUsed() bool { return len(p.waiting) > 0 }
-
-// pending returns the priority of item's pending run.
-func (p *priorities[T]) pending(item T) int {
-	if len(p.meta) == 0 {
-		return 0
+	q.ready.SetCurrent(q.prios.isCurrent)
+	if cfg.maxReadyWait > 0 {
+		q.ready.TrackOldest()
 	}
-	return p.meta[item].prio
-}
-
-// setPending sets the priority of item's pending run; entries is the
-// number of entries of an item that has no meta yet.
-func (p *priorities[T]) setPending(item T, prio, entries int) {
-	m, ok := p.meta[item]
-	if !ok {
-		if prio == 0 {
-			return
-		}
-		if p.meta == nil {
-			p.meta = make(map[T]prioMeta)
-		}
-		m.entries = entries
-	}
-	m.prio = prio
-	if m.entries == 0 && prio == 0 {
-		delete(p.meta, item) // an item has meta only while it needs it
-		return
-	}
-	p.meta[item] = m
-}
-
-// pushed records that an entry of item is pushed at priority prio, and
-// returns its generation.
-func (p *priorities[T]) pushed(item T, prio int) uint32 {
-	m, ok := p.meta[item]
-	if !ok {
-		if prio == 0 {
-			return 0
-		}
-		if p.meta == nil {
-			p.meta = make(map[T]prioMeta)
-		}
-	}
-	m.gen++
-	m.entries++
-	m.prio = prio
-	p.meta[item] = m
-	return m.gen
-}
-
-// popped records that e was taken out of the levels, and reports whether it
-// is item's current entry; if so, the item's pending priority is reset.
-func (p *priorities[T]) popped(e *readyEntry[T]) bool {
-	m, ok := p.meta[e.item]
-	if !ok {
-		return true
-	}
-	current := e.gen == m.gen
-	m.entries--
-	if current {
-		m.prio = 0
-	} else {
-		p.stale--
-	}
-	if m.entries == 0 && m.prio == 0 {
-		delete(p.meta, e.item)
-	} else {
-		p.meta[e.item] = m
-	}
-	return current
-}
-
-// wait records that item waits with priority prio, or its current waiting
-// priority if it already waits (waits) and that is higher.
-func (p *priorities[T]) wait(item T, prio int, waits bool) {
-	if waits {
-		prio = max(prio, p.waiting[item])
-	}
-	if prio == 0 {
-		delete(p.waiting, item)
-		return
-	}
-	if p.waiting == nil {
-		p.waiting = make(map[T]int)
-	}
-	p.waiting[item] = prio
-}
-
-// unwait forgets item's waiting priority, which it returns: the item no
-// longer waits.
-func (p *priorities[T]) unwait(item T) int {
-	if len(p.waiting) == 0 {
-		return 0
-	}
-	prio, ok := p.waiting[item]
-	if ok {
-		delete(p.waiting, item)
-	}
-	return prio
 }
 
 // readyLenLocked returns the number of items Get can hand out.
@@ -232,34 +103,37 @@ func (q *Queue[T]) enqueuePrioLocked(item T, hash uint64, at int64, prio int) {
 func (q *Queue[T]) enqueueGeneralLocked(item T, hash uint64, at int64, prio int) {
 	st, ref := q.states.Find(hash, item)
 	if st&queueDirty != 0 {
-		if prio <= q.prios.pending(item) {
+		cur := q.pendingLocked(ref, item)
+		if prio <= cur {
 			return
 		}
+		q.setPendingLocked(ref, item, prio)
 		if st&queueProcessing != 0 {
-			q.prios.setPending(item, prio, 0) // Done queues it at prio
-			return
+			return // Done queues it at prio
 		}
 		// Queued at a lower priority: its entry goes stale, and a new one
 		// joins the end of the new level.
 		if q.prioDepths != nil {
-			q.prioDepths.add(q.prios.pending(item), -1)
+			q.prioDepths.add(cur, -1)
 		}
-		q.prios.setPending(item, prio, 1)
-		q.prios.stale++
+		q.prios.raise(item)
+		q.ready.MarkStale(cur, readyEntry[T]{item: item})
 		q.pushReadyLocked(item, hash, at, prio)
 		return
 	}
 	if st == 0 {
-		q.states.Insert(hash, item, queueDirty)
+		ref = q.states.Insert(hash, item, queueDirty)
 	} else {
 		q.states.Set(ref, item, st|queueDirty)
 	}
 	if q.metrics != nil {
 		q.metrics.IncAdds()
 	}
+	if prio != 0 {
+		q.setPendingLocked(ref, item, prio)
+	}
 	if st&queueProcessing != 0 {
-		q.prios.setPending(item, prio, 0)
-		return
+		return // Done queues it
 	}
 	q.pushReadyLocked(item, hash, at, prio)
 }
@@ -278,9 +152,8 @@ func (q *Queue[T]) popReadyLocked() (readyEntry[T], int) {
 		} else {
 			e, prio = q.ready.Pop()
 		}
-		// An entry of generation 0 has no meta unless an item rose since
-		// it was pushed, which leaves a stale entry: no lookup.
-		if (e.gen == 0 && q.prios.stale == 0) || q.prios.popped(&e) {
+		// Without stale entries, every entry is current: no lookup.
+		if q.prios.stale == 0 || q.prios.popped(&e) {
 			if q.prios.stale > 0 && q.readyLenLocked() == 0 {
 				q.dropStaleLocked()
 			}
@@ -290,18 +163,15 @@ func (q *Queue[T]) popReadyLocked() (readyEntry[T], int) {
 }
 
 // dropStaleLocked empties the levels, which hold only stale entries, so
-// that the items they refer to and their meta are not kept until the next
-// Get.
+// that the items they refer to are not kept until the next Get.
 func (q *Queue[T]) dropStaleLocked() {
-	for q.ready.Len() > 0 {
-		e, _ := q.ready.Pop()
-		q.prios.popped(&e)
-	}
+	q.ready.Clear(func(e readyEntry[T]) { q.prios.popped(&e) })
 }
 
-// popOverdueLocked pops the next entry of the level whose next entry has
-// waited longest, if that is longer than maxReadyWait, and else of the
-// highest level.
+// popOverdueLocked pops the oldest entry of the level whose oldest entry
+// has waited longest, if that is longer than maxReadyWait, and else the
+// next entry of the highest level. An oldest entry may be stale: the
+// caller then drops it and asks again.
 func (q *Queue[T]) popOverdueLocked() (readyEntry[T], int) {
 	now := q.nowLocked()
 	oldest, oldestAt := 0, int64(0)
@@ -315,7 +185,7 @@ func (q *Queue[T]) popOverdueLocked() (readyEntry[T], int) {
 	if !found {
 		return q.ready.Pop()
 	}
-	return q.ready.PopFrom(oldest), oldest
+	return q.ready.PopOldest(oldest), oldest
 }
 
 // GetWithPriority is [Queue.Get] that also returns the priority at which
@@ -373,6 +243,18 @@ func (q *Queue[T]) addWithOptions(o AddOptions, limiter RateLimiter[T], budget *
 	if q.shuttingDown {
 		return
 	}
+	if o.After <= 0 && (!o.RateLimited || limiter == nil) {
+		// Add at a priority, which is no retry: the clock is read only if
+		// something waits, or for the join time (see joinTimeLocked).
+		for _, item := range items {
+			prio := o.Priority
+			if p, waited := q.unwaitLocked(item); waited {
+				prio = max(prio, p)
+			}
+			q.enqueuePrioLocked(item, q.states.Hash(item), q.joinTimeLocked(), prio)
+		}
+		return
+	}
 	now := q.nowLocked()
 	q.promoteDueAtLocked(now)
 	for _, item := range items {
@@ -390,12 +272,7 @@ func (q *Queue[T]) addWithOptions(o AddOptions, limiter RateLimiter[T], budget *
 				d = min(d, o.After)
 			}
 		}
-		if d > 0 || o.RateLimited {
-			if q.metrics != nil {
-				q.metrics.IncRetries()
-			}
-		}
-		q.addAfterPrioLocked(item, d, now, o.Priority)
+		q.addAfterPrioLocked(item, d, now, o.Priority) // counts a retry, as AddAfter
 	}
 }
 

@@ -47,9 +47,14 @@ func TestPriorityBookkeepingIsGivenBack(t *testing.T) {
 			q.Done(item)
 		}
 		q.mu.Lock()
-		if len(q.prios.meta) != 0 || q.prios.stale != 0 || len(q.prios.waiting) != 0 || q.ready.Len() != 0 {
-			t.Fatalf("seed %d: meta %v, stale %d, waiting %v, entries %d after the drain",
-				seed, q.prios.meta, q.prios.stale, q.prios.waiting, q.ready.Len())
+		refs := 0
+		for _, id := range q.prios.ids {
+			refs += id.refs
+		}
+		if q.prios.pendingN != 0 || refs != 0 || len(q.prios.overflow) != 0 || len(q.prios.raised) != 0 ||
+			q.prios.stale != 0 || len(q.prios.waiting) != 0 || q.ready.Len() != 0 || q.states.Len() != 0 {
+			t.Fatalf("seed %d: pending %d, id refs %d, overflow %v, raised %v, stale %d, waiting %v, entries %d, states %d after the drain",
+				seed, q.prios.pendingN, refs, q.prios.overflow, q.prios.raised, q.prios.stale, q.prios.waiting, q.ready.Len(), q.states.Len())
 		}
 		q.mu.Unlock()
 		q.ShutDown()

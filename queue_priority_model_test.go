@@ -26,7 +26,14 @@ type prioModel struct {
 	fails   map[int]int
 	delay   func(n int) time.Duration
 	maxWait time.Duration
+	// fair is WithFairness(fairKey): turns holds, per priority, the keys
+	// that have ready entries, in the order in which they are served.
+	fair  bool
+	turns map[int][]string
 }
+
+// fairKey is the key of the model tests' queues with fairness.
+func fairKey(x int) string { return fmt.Sprint(x % 3) }
 
 type prioEntry struct {
 	x, prio int
@@ -39,9 +46,46 @@ type prioWait struct {
 	prio int
 }
 
-func newPrioModel(delay func(n int) time.Duration, maxWait time.Duration) *prioModel {
+func newPrioModel(delay func(n int) time.Duration, maxWait time.Duration, fair bool) *prioModel {
 	return &prioModel{dirty: map[int]bool{}, proc: map[int]bool{}, pend: map[int]int{},
-		waiting: map[int]prioWait{}, fails: map[int]int{}, delay: delay, maxWait: maxWait}
+		waiting: map[int]prioWait{}, fails: map[int]int{}, delay: delay, maxWait: maxWait,
+		fair: fair, turns: map[int][]string{}}
+}
+
+// hasReady reports whether an entry of priority prio and key k is ready.
+func (m *prioModel) hasReady(prio int, k string) bool {
+	for _, e := range m.ready {
+		if e.prio == prio && fairKey(e.x) == k {
+			return true
+		}
+	}
+	return false
+}
+
+// appendReady makes e ready; with fairness, a key that had no entry of
+// e's priority joins the end of the serving order.
+func (m *prioModel) appendReady(e prioEntry) {
+	if m.fair && !m.hasReady(e.prio, fairKey(e.x)) {
+		m.turns[e.prio] = append(m.turns[e.prio], fairKey(e.x))
+	}
+	m.ready = append(m.ready, e)
+}
+
+// removeReady takes the ready entry at index i out; with fairness, a key
+// left without an entry of its priority leaves the serving order.
+func (m *prioModel) removeReady(i int) prioEntry {
+	e := m.ready[i]
+	m.ready = append(m.ready[:i:i], m.ready[i+1:]...)
+	if k := fairKey(e.x); m.fair && !m.hasReady(e.prio, k) {
+		turns := m.turns[e.prio]
+		for j, tk := range turns {
+			if tk == k {
+				m.turns[e.prio] = append(turns[:j:j], turns[j+1:]...)
+				break
+			}
+		}
+	}
+	return e
 }
 
 func (m *prioModel) waitingInOrder() []int {
@@ -77,18 +121,18 @@ func (m *prioModel) enqueue(x, prio int, at time.Duration) {
 		if !m.proc[x] {
 			for i, e := range m.ready {
 				if e.x == x {
-					m.ready = append(m.ready[:i:i], m.ready[i+1:]...)
+					m.removeReady(i)
 					break
 				}
 			}
-			m.ready = append(m.ready, prioEntry{x, prio, at})
+			m.appendReady(prioEntry{x, prio, at})
 		}
 		return
 	}
 	m.dirty[x] = true
 	m.pend[x] = prio
 	if !m.proc[x] {
-		m.ready = append(m.ready, prioEntry{x, prio, at})
+		m.appendReady(prioEntry{x, prio, at})
 	}
 }
 
@@ -160,34 +204,19 @@ func (m *prioModel) addRateLimited(x int, after time.Duration, prio int) {
 	m.addAfter(x, d, prio)
 }
 
-func (m *prioModel) get() (x, prio int, shut bool) { return m.getAmong(-1) }
-
-// getAmong is get; with fair ≥ 0 (fairness on, whose round-robin order the
-// model does not follow), it takes item fair from the highest priority
-// instead of the first one, or reports shut if that item is not there.
-func (m *prioModel) getAmong(fair int) (x, prio int, shut bool) {
+// get hands out the oldest overdue entry with maxWait; else, from the
+// highest priority, the first entry, or with fairness the first entry of
+// the key whose turn it is, which then moves to the end of the order if it
+// has more.
+func (m *prioModel) get() (x, prio int, shut bool) {
 	m.promote()
 	if len(m.ready) == 0 {
 		return 0, 0, true
 	}
 	pick := -1
-	if fair >= 0 {
-		top := m.ready[0].prio
-		for _, e := range m.ready {
-			top = max(top, e.prio)
-		}
-		for i, e := range m.ready {
-			if e.x == fair && e.prio == top {
-				pick = i
-			}
-		}
-		if pick < 0 {
-			return 0, 0, true
-		}
-		return m.take(pick)
-	}
 	if m.maxWait > 0 {
-		// The oldest overdue head of a priority, the higher priority on ties.
+		// The oldest overdue entry of a priority (its first: the entries
+		// joined in time order), the higher priority on ties.
 		heads := map[int]int{}
 		for i, e := range m.ready {
 			if _, ok := heads[e.prio]; !ok {
@@ -203,22 +232,34 @@ func (m *prioModel) getAmong(fair int) (x, prio int, shut bool) {
 				pick = i
 			}
 		}
-	}
-	if pick < 0 {
-		pick = 0
-		for i, e := range m.ready {
-			if e.prio > m.ready[pick].prio {
-				pick = i
-			}
+		if pick >= 0 {
+			return m.take(pick)
 		}
 	}
-	return m.take(pick)
+	top := m.ready[0].prio
+	for _, e := range m.ready {
+		top = max(top, e.prio)
+	}
+	k := ""
+	if m.fair {
+		k = m.turns[top][0]
+	}
+	for i, e := range m.ready {
+		if e.prio == top && (!m.fair || fairKey(e.x) == k) {
+			pick = i
+			break
+		}
+	}
+	x, prio, shut = m.take(pick)
+	if turns := m.turns[top]; m.fair && len(turns) > 0 && turns[0] == k {
+		m.turns[top] = append(turns[1:len(turns):len(turns)], k)
+	}
+	return x, prio, shut
 }
 
 // take hands out the ready entry at index i.
 func (m *prioModel) take(i int) (x, prio int, shut bool) {
-	e := m.ready[i]
-	m.ready = append(m.ready[:i:i], m.ready[i+1:]...)
+	e := m.removeReady(i)
 	m.dirty[e.x] = false
 	m.proc[e.x] = true
 	m.pend[e.x] = 0
@@ -232,7 +273,7 @@ func (m *prioModel) done(x int) {
 	}
 	delete(m.proc, x)
 	if m.dirty[x] {
-		m.ready = append(m.ready, prioEntry{x, m.pend[x], m.now})
+		m.appendReady(prioEntry{x, m.pend[x], m.now})
 	}
 }
 
@@ -243,8 +284,7 @@ func (m *prioModel) length() int {
 
 // runPriorityModel drives a queue and the model with the operations that
 // ops encodes, and reports the first disagreement.
-// With fair, the queue has WithFairness (and maxWait must be 0): a Get must
-// hand out an item of the highest priority, in any order.
+// With fair, the queue and the model have WithFairness(fairKey).
 func runPriorityModel(t *testing.T, ops []byte, maxWait time.Duration, fair bool) {
 	t.Helper()
 	delay := func(n int) time.Duration { return time.Duration(1+n%4) * 10 * time.Millisecond }
@@ -252,11 +292,11 @@ func runPriorityModel(t *testing.T, ops []byte, maxWait time.Duration, fair bool
 	l := newQLimiter[int](delay)
 	opts := []backoff.Option{backoff.WithClock(fc), backoff.WithMaxReadyWait(maxWait)}
 	if fair {
-		opts = append(opts, backoff.WithFairness(func(x int) string { return fmt.Sprint(x % 3) }))
+		opts = append(opts, backoff.WithFairness(fairKey))
 	}
 	q := backoff.NewRateLimitingQueue[int](l, opts...)
 	defer q.ShutDown()
-	m := newPrioModel(delay, maxWait)
+	m := newPrioModel(delay, maxWait, fair)
 	prios := [...]int{-100, -1, 0, 0, 1, 5, 0, -100}
 	var log []string
 	fail := func(format string, args ...any) {
@@ -296,13 +336,7 @@ func runPriorityModel(t *testing.T, ops []byte, maxWait time.Duration, fair bool
 				continue // Get would block
 			}
 			item, p, shut := q.GetWithPriority()
-			var wx, wp int
-			var ws bool
-			if fair && !shut {
-				wx, wp, ws = m.getAmong(item)
-			} else {
-				wx, wp, ws = m.get()
-			}
+			wx, wp, ws := m.get()
 			name = fmt.Sprintf("GetWithPriority() = %d, %d, %v", item, p, shut)
 			if item != wx || p != wp || shut != ws {
 				fail("%s, want %d, %d, %v", name, wx, wp, ws)
@@ -392,27 +426,30 @@ func FuzzPriorityQueue(f *testing.F) {
 		if bounded {
 			maxWait = 25 * time.Millisecond
 		}
-		fair := !bounded && len(ops) > 0 && ops[0]&1 == 1 // fairness is checked without the bound
+		fair := len(ops) > 0 && ops[0]&1 == 1
 		runPriorityModel(t, ops, maxWait, fair)
 	})
 }
 
-// TestPriorityQueueWithFairnessAgreesWithModel checks priorities,
-// de-duplication and Len with fairness on; the order within a priority is
-// checked by internal/levels' own model test and TestFairness*.
+// TestPriorityQueueWithFairnessAgreesWithModel is
+// TestPriorityQueueAgreesWithModel with fairness: the exact round-robin
+// order, raised items included, and with the bound the oldest overdue item
+// first.
 func TestPriorityQueueWithFairnessAgreesWithModel(t *testing.T) {
 	seeds, n := uint64(40), 600
 	if os.Getenv("BACKOFF_LONG") != "" {
 		seeds, n = 400, 3000
 	}
-	for seed := uint64(1); seed <= seeds; seed++ {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(seed, 22))
-			ops := make([]byte, 3*n)
-			for i := range ops {
-				ops[i] = byte(rng.Uint32())
-			}
-			runPriorityModel(t, ops, 0, true)
-		})
+	for _, maxWait := range []time.Duration{0, 25 * time.Millisecond} {
+		for seed := uint64(1); seed <= seeds; seed++ {
+			t.Run(fmt.Sprintf("maxWait=%v/%d", maxWait, seed), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(seed, 22))
+				ops := make([]byte, 3*n)
+				for i := range ops {
+					ops[i] = byte(rng.Uint32())
+				}
+				runPriorityModel(t, ops, maxWait, true)
+			})
+		}
 	}
 }

@@ -409,3 +409,92 @@ func TestMaxReadyWaitGetAllocatesNothing(t *testing.T) {
 	})
 	assert.Zero(t, allocs)
 }
+
+// TestAddWithOptionsCountsRetriesAsAddAfter checks that AddWithOptions
+// counts a retry exactly where AddAfter or AddRateLimited would: an add with
+// a delay or through the limiter is one retry, a plain add at a priority
+// none.
+func TestAddWithOptionsCountsRetriesAsAddAfter(t *testing.T) {
+	fc := newQueueClock()
+	m := &recMetrics{}
+	q := backoff.NewRateLimitingQueue[string](newQLimiter[string](qExponential(time.Second)),
+		backoff.WithClock(fc), backoff.WithMetrics(m))
+	defer q.ShutDown()
+	q.AddWithOptions(at(-100), "a")
+	assert.Equal(t, "add depth=1", m.take(), "a plain add at a priority")
+	q.AddWithOptions(backoff.AddOptions{After: time.Second, Priority: 5}, "b")
+	assert.Equal(t, "retry", m.take(), "a delayed add")
+	q.AddWithOptions(backoff.AddOptions{RateLimited: true, Priority: 5}, "c")
+	assert.Equal(t, "retry", m.take(), "a rate-limited add")
+	q.AddWithOptions(backoff.AddOptions{After: -time.Second}, "d")
+	assert.Equal(t, "add depth=2", m.take(), "a negative delay adds now")
+}
+
+// TestPriorityManyDistinctPriorities queues more distinct priorities than
+// the queue interns at once, as pending runs of queued items and of items
+// being processed: every item comes out once, at its priority, in order.
+func TestPriorityManyDistinctPriorities(t *testing.T) {
+	q := backoff.NewDelayingQueue[int]()
+	defer q.ShutDown()
+	const n = 600
+	for i := range n {
+		q.AddWithOptions(at(i-n/2), i)
+	}
+	// Half of them rise by n: their old entries go stale.
+	for i := 0; i < n; i += 2 {
+		q.AddWithOptions(at(i-n/2+n), i)
+	}
+	require.Equal(t, n, q.Len())
+	var want, got []string
+	for i := n - 2; i >= 0; i -= 2 {
+		want = append(want, fmt.Sprintf("%d@%d", i, i-n/2+n))
+	}
+	for i := n - 1; i >= 1; i -= 2 {
+		want = append(want, fmt.Sprintf("%d@%d", i, i-n/2))
+	}
+	// Each item is re-added while processing, at a distinct priority
+	// above everything queued: it runs again right after its Done.
+	for q.Len() > 0 {
+		item, prio, _ := q.GetWithPriority()
+		got = append(got, fmt.Sprintf("%d@%d", item, prio))
+		q.AddWithOptions(at(10*n+item), item)
+		q.AddWithOptions(at(10*n-1), item) // lower than its pending run: ignored
+		q.Done(item)
+		again, prio, _ := q.GetWithPriority()
+		require.Equal(t, item, again)
+		require.Equal(t, 10*n+item, prio)
+		q.Done(again)
+	}
+	assert.Equal(t, want, got)
+}
+
+// TestFairnessHotPathsAllocateNothing runs Add+Get+Done with fairness over
+// 1,000 keys, two priorities and a raise per round, once the queue has
+// seen its keys.
+func TestFairnessHotPathsAllocateNothing(t *testing.T) {
+	keys := make([]string, 1000)
+	for i := range keys {
+		keys[i] = fmt.Sprint("ns-", i)
+	}
+	q := backoff.NewDelayingQueue[int](backoff.WithFairness(func(i int) string { return keys[i%1000] }))
+	defer q.ShutDown()
+	round := func(i int) {
+		q.AddWithOptions(at(-100*(i%2)), i%5000)
+		q.AddWithOptions(at(1), (i+7)%5000) // a raise when it is queued at -100
+		for range 2 {
+			if q.Len() > 0 {
+				item, _, _ := q.GetWithPriority()
+				q.Done(item)
+			}
+		}
+	}
+	for i := range 20_000 { // every key, priority and FIFO at its working size
+		round(i)
+	}
+	i := 20_000
+	allocs := testing.AllocsPerRun(5000, func() {
+		round(i)
+		i++
+	})
+	assert.Zero(t, allocs)
+}

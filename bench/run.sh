@@ -45,7 +45,7 @@ extra=${EXTRA_FLAGS:-}
 impls=(clientgo priorityqueue xrate cenkalti apimachinery timer rearmed floor ours)
 # group name; -bench pattern for the benchmark functions, -benchtime
 groups=(
-  "micro;^Benchmark(QueueAddGetDone|QueueAddGetDonePriorities|BackoffNext|BackoffIsInBackOffSince|ItemExponentialWhen|ControllerLimiterWhenForget|BucketWhen|LimiterAllow|LimiterWait|KeyedLimiterAllow|Retry|RetryBudget|Floor)\$;$micro"
+  "micro;^Benchmark(QueueAddGetDone|QueueAddGetDonePriorities|QueueAddGetDoneFairness|BackoffNext|BackoffIsInBackOffSince|ItemExponentialWhen|ControllerLimiterWhenForget|BucketWhen|LimiterAllow|LimiterWait|KeyedLimiterAllow|Retry|RetryBudget|Floor)\$;$micro"
   "scenario;^Benchmark(WaitingHeap|Idle)\$;1x"
   "lateness;^BenchmarkLateness\$;$lateness_ops"
   "addafter;^BenchmarkAddAfter\$;$addafter_ops"

@@ -1,6 +1,8 @@
 // Package itemstate maps the items a work queue knows to small state values:
 // the queue's "dirty" and "processing" sets in one table. An item whose
-// state is 0 has no entry.
+// state is 0 has no entry. Next to its state, each entry holds an aux byte
+// the owner may use (the queue keeps the priority of an item's pending run
+// there), 0 unless set.
 //
 // A Table is not safe for concurrent use: its owner serialises every call
 // with its own lock, except Hash and Prefetch, which need none.

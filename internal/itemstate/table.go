@@ -31,6 +31,11 @@ type Table[T comparable] struct {
 	tab  atomic.Pointer[store[T]] // nil while the table has no entry
 	live int                      // entries
 	used int                      // slots not empty: entries and deleted slots
+	// aux holds each slot's aux byte, indexed by Ref: nil until SetAux
+	// stores a non-zero byte in the current storage, so that an owner that
+	// never uses it pays no memory for it. The byte of a slot that is not
+	// full is 0. Prefetch does not read it: it needs no atomic.
+	aux []uint8
 }
 
 // store is the storage of a Table. Once published, its slice header never
@@ -140,6 +145,9 @@ func (s *Table[T]) Remove(ref Ref, _ T) {
 		s.used--
 	}
 	b.ctrl = tagword.WithSlotByte(b.ctrl, j, mark)
+	if s.aux != nil {
+		s.aux[ref] = 0
+	}
 	if s.live--; s.live == 0 {
 		s.clear()
 	}
@@ -157,6 +165,7 @@ func (s *Table[T]) clear() {
 	switch {
 	case len(t.buckets)*tagword.Slots > KeepSize:
 		s.tab.Store(nil)
+		s.aux = nil
 	case s.used > 0:
 		for i := range t.buckets {
 			t.buckets[i].ctrl = tagword.NewBucket
@@ -166,8 +175,8 @@ func (s *Table[T]) clear() {
 }
 
 // Insert adds item, which has hash h and no entry, with state st (1 to
-// MaxState).
-func (s *Table[T]) Insert(h uint64, item T, st State) {
+// MaxState) and aux byte 0, and returns where it is.
+func (s *Table[T]) Insert(h uint64, item T, st State) Ref {
 	t := s.tab.Load()
 	if t == nil || (s.used+1)*tagword.MaxLoadDen > len(t.buckets)*tagword.Slots*tagword.MaxLoadNum {
 		t = s.rebuild(s.live + 1)
@@ -188,7 +197,7 @@ func (s *Table[T]) Insert(h uint64, item T, st State) {
 		b.items[j] = item
 		b.ctrl = tagword.WithSlotByte(ctrl, j, s.tagOf(h)|uint64(st)<<stateShift)
 		s.live++
-		return
+		return Ref(int(i)<<3 | j)
 	}
 }
 
@@ -200,20 +209,49 @@ func (s *Table[T]) rebuild(n int) *store[T] {
 	for i := range nt.buckets {
 		nt.buckets[i].ctrl = tagword.NewBucket
 	}
-	old := s.tab.Load()
+	old, oldAux := s.tab.Load(), s.aux
 	s.tab.Store(nt)
-	s.live, s.used = 0, 0
+	s.live, s.used, s.aux = 0, 0, nil
+	if oldAux != nil {
+		s.aux = make([]uint8, size<<3)
+	}
 	if old != nil {
 		for i := range old.buckets {
 			b := &old.buckets[i]
 			ctrl := b.ctrl
 			for m := tagword.FullSlots(ctrl); m != 0; m &= m - 1 {
 				j := tagword.SlotOf(m)
-				s.Insert(s.Hash(b.items[j]), b.items[j], s.stateAt(ctrl, j))
+				ref := s.Insert(s.Hash(b.items[j]), b.items[j], s.stateAt(ctrl, j))
+				if oldAux != nil {
+					s.aux[ref] = oldAux[i<<3|j]
+				}
 			}
 		}
 	}
 	return nt
+}
+
+// Aux returns the aux byte of the entry that Find or Insert returned at
+// ref: a byte the owner keeps next to an item's state, 0 until SetAux
+// changes it. item is unused here; the Go-map build needs it.
+func (s *Table[T]) Aux(ref Ref, _ T) uint8 {
+	if s.aux == nil {
+		return 0
+	}
+	return s.aux[ref]
+}
+
+// SetAux sets the aux byte of the entry that Find or Insert returned at
+// ref. The first non-zero byte allocates one byte per slot of the
+// storage; the entry's removal sets its byte back to 0.
+func (s *Table[T]) SetAux(ref Ref, _ T, a uint8) {
+	if s.aux == nil {
+		if a == 0 {
+			return
+		}
+		s.aux = make([]uint8, len(s.tab.Load().buckets)<<3) // a Ref is bucket<<3 | slot
+	}
+	s.aux[ref] = a
 }
 
 // Slots returns the number of slots the table's storage holds: its memory,

@@ -81,16 +81,19 @@ func checkStates(t *testing.T, s *Table[int], model map[int]State, others []int)
 // bucket with one tag), full buckets, deleted slots reused, rebuilds, and the
 // storage dropped or cleared when it empties. Each operation is two bytes:
 // an item (an index into the items) and the state it should get (0
-// removes). A third kind, when the item byte is 0xff, removes every item.
+// removes), whose upper bits are the aux byte it should get: a removed and
+// re-inserted item's aux byte is 0 again. A third kind, when the item byte
+// is 0xff, removes every item.
 type modelRun struct {
 	s     Table[int]
 	items []int
 	model map[int]State
+	aux   map[int]uint8 // the items whose aux byte is not 0
 }
 
 // newModelRun returns a run over n colliding and n ordinary items.
 func newModelRun(n int) *modelRun {
-	r := &modelRun{model: map[int]State{}}
+	r := &modelRun{model: map[int]State{}, aux: map[int]uint8{}}
 	r.s.Init()
 	r.items = collidingItems(&r.s, n)
 	for i := range n {
@@ -109,6 +112,7 @@ func (r *modelRun) step(t *testing.T, step int, which, want byte) {
 			s.Remove(ref, item)
 			delete(r.model, item)
 		}
+		clear(r.aux)
 		checkStates(t, s, r.model, r.items)
 		return
 	}
@@ -118,19 +122,36 @@ func (r *modelRun) step(t *testing.T, step int, which, want byte) {
 	if st != r.model[item] {
 		t.Fatalf("step %d: item %d has state %d, want %d", step, item, st, r.model[item])
 	}
+	if st != 0 && s.Aux(ref, item) != r.aux[item] {
+		t.Fatalf("step %d: item %d has aux %d, want %d", step, item, s.Aux(ref, item), r.aux[item])
+	}
+	aux := want >> 2
 	switch w := want % (MaxState + 1); {
 	case st == 0 && w != 0:
-		s.Insert(h, item, w)
+		ref = s.Insert(h, item, w)
+		require.Zero(t, s.Aux(ref, item), "a new entry's aux byte")
+		s.SetAux(ref, item, aux)
 		r.model[item] = w
 	case st != 0 && w == 0:
 		s.Remove(ref, item)
 		delete(r.model, item)
+		aux = 0
 	case st != 0:
 		s.Set(ref, item, w)
+		s.SetAux(ref, item, aux)
 		r.model[item] = w
+	}
+	if aux == 0 || r.model[item] == 0 {
+		delete(r.aux, item)
+	} else {
+		r.aux[item] = aux
 	}
 	if step%7 == 0 || len(r.model) == 0 {
 		checkStates(t, s, r.model, r.items)
+		for item, a := range r.aux {
+			_, ref := s.Find(s.Hash(item), item)
+			require.Equal(t, a, s.Aux(ref, item), "item %d's aux byte", item)
+		}
 	}
 }
 
@@ -148,7 +169,7 @@ func TestTableAgainstAMap(t *testing.T) {
 		if step == steps/2 {
 			which = 0xff
 		}
-		r.step(t, step, which, byte(rng.IntN(4)))
+		r.step(t, step, which, byte(rng.IntN(256)))
 	}
 	checkStates(t, &r.s, r.model, r.items)
 }

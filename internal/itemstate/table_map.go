@@ -8,7 +8,8 @@ package itemstate
 // prefetch: every cache miss on it happens under the owner's lock.
 type Table[T comparable] struct {
 	m    map[T]State
-	peak int // the most entries m has held since it was made
+	aux  map[T]uint8 // the entries whose aux byte is not 0
+	peak int         // the most entries m has held since it was made
 }
 
 // A Ref carries nothing in this build: the map is indexed by item.
@@ -34,10 +35,32 @@ func (s *Table[T]) Find(_ uint64, item T) (State, Ref) {
 // Set changes item's state to st (1 to MaxState).
 func (s *Table[T]) Set(_ Ref, item T, st State) { s.m[item] = st }
 
-// Insert adds item, which has no entry, with state st (1 to MaxState).
-func (s *Table[T]) Insert(_ uint64, item T, st State) {
+// Insert adds item, which has no entry, with state st (1 to MaxState) and
+// aux byte 0.
+func (s *Table[T]) Insert(_ uint64, item T, st State) Ref {
 	s.m[item] = st
 	s.peak = max(s.peak, len(s.m))
+	return Ref{}
+}
+
+// Aux returns item's aux byte: 0 until SetAux changes it.
+func (s *Table[T]) Aux(_ Ref, item T) uint8 {
+	if len(s.aux) == 0 {
+		return 0
+	}
+	return s.aux[item]
+}
+
+// SetAux sets item's aux byte; item has an entry.
+func (s *Table[T]) SetAux(_ Ref, item T, a uint8) {
+	if a == 0 {
+		delete(s.aux, item)
+		return
+	}
+	if s.aux == nil {
+		s.aux = make(map[T]uint8)
+	}
+	s.aux[item] = a
 }
 
 // Remove deletes item's entry. A Go map never gives back the memory of its
@@ -45,6 +68,9 @@ func (s *Table[T]) Insert(_ uint64, item T, st State) {
 // empties; a small one is kept (see KeepSize).
 func (s *Table[T]) Remove(_ Ref, item T) {
 	delete(s.m, item)
+	if len(s.aux) > 0 {
+		delete(s.aux, item)
+	}
 	if len(s.m) == 0 && s.peak > KeepSize {
 		s.m, s.peak = make(map[T]State), 0
 	}

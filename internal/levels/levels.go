@@ -18,10 +18,12 @@ const maxEmptyLevels = 8
 // The zero value is an empty set without fairness. Levels is not safe for
 // concurrent use.
 type Levels[E any] struct {
-	zero   level[E]
-	others []*level[E] // the non-zero levels, highest priority first
-	n      int         // values in others
-	key    func(E) string
+	zero    level[E]
+	others  []*level[E] // the non-zero levels, highest priority first
+	n       int         // values in others
+	key     func(E) string
+	current func(E) bool // see SetCurrent; nil means every value is current
+	oldest  bool         // see TrackOldest
 }
 
 // New returns an empty set whose levels hand values out round-robin across
@@ -36,6 +38,32 @@ func New[E any](key func(E) string) *Levels[E] {
 // Init empties l and sets its key function (see New).
 func (l *Levels[E]) Init(key func(E) string) {
 	*l = Levels[E]{key: key}
+}
+
+// SetCurrent tells a set with fairness which values are current: the
+// owner may leave stale values in the levels (a value pushed again at
+// another priority), which it reports with MarkStale. Pop returns a stale
+// value without using up its key's turn, so that the round-robin order is
+// that of the current values alone. current must not change its answer for
+// a value while the value is in l, except from true to false after
+// MarkStale.
+func (l *Levels[E]) SetCurrent(current func(E) bool) { l.current = current }
+
+// TrackOldest makes a set with fairness keep its values' push order too, for
+// PopOldest and Heads; it costs one more FIFO entry per value.
+func (l *Levels[E]) TrackOldest() { l.oldest = true }
+
+// MarkStale records that v, pushed at priority prio and still in l, is no
+// longer current (see SetCurrent). It does nothing without fairness.
+func (l *Levels[E]) MarkStale(prio int, v E) {
+	if l.key == nil {
+		return
+	}
+	if prio == 0 {
+		l.zero.markStale(v, l)
+		return
+	}
+	l.find(prio).markStale(v, l)
 }
 
 // Zero returns the FIFO of priority 0 if l has no fairness, else nil: a
@@ -58,59 +86,93 @@ func (l *Levels[E]) Len() int { return l.zero.len() + l.n }
 // Push appends v to the level of priority prio.
 func (l *Levels[E]) Push(prio int, v E) {
 	if prio == 0 {
-		l.zero.push(v, l.key)
+		l.zero.push(v, l)
 		return
 	}
-	l.levelFor(prio).push(v, l.key)
+	l.levelFor(prio).push(v, l)
 	l.n++
 }
 
-// Pop removes and returns the next value of the highest non-empty level,
-// and that level's priority. l must not be empty.
+// Pop removes and returns the next value of the highest level that has one,
+// and that level's priority. l must hold a current value (see SetCurrent);
+// a stale value may be returned before it.
 func (l *Levels[E]) Pop() (E, int) {
 	if l.n == 0 {
-		return l.zero.pop(l.key), 0
+		if v, ok := l.zero.pop(l); ok {
+			return v, 0
+		}
+		panic("levels: no current value")
 	}
+	zeroTried := false
 	for _, lv := range l.others {
-		if lv.prio < 0 && l.zero.len() > 0 {
-			break
+		if !zeroTried && lv.prio < 0 {
+			zeroTried = true
+			if l.zero.len() > 0 {
+				if v, ok := l.zero.pop(l); ok {
+					return v, 0
+				}
+			}
 		}
 		if lv.len() > 0 {
-			l.n--
-			return lv.pop(l.key), lv.prio
+			if v, ok := lv.pop(l); ok {
+				l.n--
+				return v, lv.prio
+			}
 		}
 	}
-	return l.zero.pop(l.key), 0
+	if !zeroTried {
+		if v, ok := l.zero.pop(l); ok {
+			return v, 0
+		}
+	}
+	panic("levels: no current value")
 }
 
-// PopFrom removes and returns the next value of the level of priority prio,
-// which must not be empty.
-func (l *Levels[E]) PopFrom(prio int) E {
+// PopOldest removes and returns the value of the level of priority prio,
+// which must not be empty, that was pushed first; with fairness and
+// without TrackOldest, the value Pop would take from that level.
+func (l *Levels[E]) PopOldest(prio int) E {
 	if prio == 0 {
-		return l.zero.pop(l.key)
+		return l.zero.popOldest(l)
 	}
 	l.n--
-	return l.find(prio).pop(l.key)
+	return l.find(prio).popOldest(l)
 }
 
 // Heads calls f with the priority and the next value of every non-empty
-// level, highest priority first, until f returns false.
+// level, highest priority first, until f returns false. The next value is
+// the one PopOldest would return; it may be stale.
 func (l *Levels[E]) Heads(f func(prio int, next E) bool) {
+	head := func(lv *level[E]) bool {
+		if v, ok := lv.peek(l); ok {
+			return f(lv.prio, v)
+		}
+		return true
+	}
 	zeroDone := l.zero.len() == 0
 	for _, lv := range l.others {
 		if !zeroDone && lv.prio < 0 {
 			zeroDone = true
-			if !f(0, l.zero.peek()) {
+			if !head(&l.zero) {
 				return
 			}
 		}
-		if lv.len() > 0 && !f(lv.prio, lv.peek()) {
+		if lv.len() > 0 && !head(lv) {
 			return
 		}
 	}
 	if !zeroDone {
-		f(0, l.zero.peek())
+		head(&l.zero)
 	}
+}
+
+// Clear removes every value, calling f with each, in no particular order.
+func (l *Levels[E]) Clear(f func(E)) {
+	l.zero.clear(f)
+	for _, lv := range l.others {
+		lv.clear(f)
+	}
+	l.n = 0
 }
 
 // Priorities reports, for every non-empty level, its priority and its

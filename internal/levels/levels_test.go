@@ -68,7 +68,11 @@ func (m *model) pop() (entry, int) {
 	panic("unreachable")
 }
 
-func check(t *testing.T, ops []byte, fair bool) {
+func check(t *testing.T, ops []byte, fair bool) { checkKeys(t, ops, fair, 0) }
+
+// checkKeys is check with, if keys > 0, each value's key one of keys
+// distinct ones in turn: with many keys, the idle ones are dropped.
+func checkKeys(t *testing.T, ops []byte, fair bool, keys int) {
 	var key func(entry) string
 	if fair {
 		key = func(e entry) string { return e.key }
@@ -79,6 +83,9 @@ func check(t *testing.T, ops []byte, fair bool) {
 	for i, op := range ops {
 		if op&1 == 0 || len(m.vals) == 0 {
 			v := entry{key: fmt.Sprint(op >> 5), n: i}
+			if keys > 0 {
+				v.key = fmt.Sprint(i % keys)
+			}
 			p := prios[(op>>1)&15]
 			l.Push(p, v)
 			m.push(p, v)
@@ -117,7 +124,99 @@ func TestLevelsAgainstModel(t *testing.T) {
 	}
 }
 
-func TestLevelsHeadsAndPopFrom(t *testing.T) {
+func TestLevelsManyKeysAgainstModel(t *testing.T) {
+	ops := make([]byte, 20000)
+	x := uint32(7)
+	for i := range ops {
+		x = x*1664525 + 1013904223
+		ops[i] = byte(x >> 24)
+		if i > 10000 {
+			ops[i] |= 1 // mostly pops: keys go idle and are dropped
+		}
+	}
+	checkKeys(t, ops, true, 3000)
+}
+
+// TestLevelsDropIdleKeys goes through more keys than a level keeps idle:
+// the order stays right and most of their memory goes back.
+func TestLevelsDropIdleKeys(t *testing.T) {
+	l := levels.New(func(e entry) string { return e.key })
+	const n = 3000
+	for round := range 2 {
+		for i := range n {
+			l.Push(0, entry{fmt.Sprint(i), i})
+		}
+		peak := l.Cap()
+		for i := range n {
+			if v, _ := l.Pop(); v.n != i {
+				t.Fatalf("round %d: Pop() = %v, want value %d", round, v, i)
+			}
+		}
+		if l.Cap() > peak/2 {
+			t.Fatalf("round %d: Cap() = %d after draining, %d at the peak", round, l.Cap(), peak)
+		}
+	}
+}
+
+// TestLevelsStaleValuesCostNoTurn marks values stale: Pop returns each
+// stale value it meets without using up its key's turn, and a key whose
+// values are all stale leaves the order, to rejoin it at the end.
+func TestLevelsStaleValuesCostNoTurn(t *testing.T) {
+	stale := map[int]bool{}
+	l := levels.New(func(e entry) string { return e.key })
+	l.SetCurrent(func(e entry) bool { return !stale[e.n] })
+	for i, k := range []string{"a", "b", "a", "c", "b"} {
+		l.Push(0, entry{k, i})
+	}
+	stale[0] = true
+	l.MarkStale(0, entry{"a", 0}) // a keeps 2: its turn stays
+	stale[1] = true
+	l.MarkStale(0, entry{"b", 1}) // b keeps 4: its turn stays
+	stale[3] = true
+	l.MarkStale(0, entry{"c", 3}) // c has none: its turn goes
+	l.Push(0, entry{"c", 5})      // c joins the end again
+	var got []int
+	for l.Len() > 0 {
+		v, _ := l.Pop()
+		got = append(got, v.n)
+	}
+	// a: stale 0 then 2; b: stale 1 then 4; c's old turn is void, so the
+	// stale 3 is popped in its new turn, before 5.
+	if fmt.Sprint(got) != "[0 2 1 4 3 5]" {
+		t.Fatalf("Pop order = %v", got)
+	}
+}
+
+func TestLevelsPopOldestWithFairness(t *testing.T) {
+	l := levels.New(func(e entry) string { return e.key })
+	l.TrackOldest()
+	for i, k := range []string{"a", "a", "b", "a", "c"} {
+		l.Push(1, entry{k, i})
+	}
+	var got []int
+	v, _ := l.Pop() // a's turn: 0
+	got = append(got, v.n)
+	var head entry
+	l.Heads(func(_ int, next entry) bool { head = next; return true })
+	got = append(got, head.n, l.PopOldest(1).n) // the oldest: a's 1, out of turn
+	for l.Len() > 0 {
+		v, _ := l.Pop()
+		got = append(got, v.n)
+	}
+	// After a's turn the order is b, c, a; taking a's 1 out of turn keeps
+	// it: b 2, c 4, a 3.
+	if fmt.Sprint(got) != "[0 1 1 2 4 3]" {
+		t.Fatalf("got %v", got)
+	}
+	l.Push(1, entry{"x", 9})
+	var cleared []int
+	l.Clear(func(e entry) { cleared = append(cleared, e.n) })
+	if l.Len() != 0 || fmt.Sprint(cleared) != "[9]" {
+		t.Fatalf("Clear: Len %d, cleared %v", l.Len(), cleared)
+	}
+}
+
+func TestLevelsHeadsAndPopOldest(t *testing.T) {
 	l := levels.New[int](nil)
 	l.Push(-1, 1)
 	l.Push(0, 2)
@@ -128,8 +227,8 @@ func TestLevelsHeadsAndPopFrom(t *testing.T) {
 	if fmt.Sprint(heads) != "[3:3 0:2 -1:1]" {
 		t.Fatalf("Heads = %v", heads)
 	}
-	if v := l.PopFrom(-1); v != 1 {
-		t.Fatalf("PopFrom(-1) = %d", v)
+	if v := l.PopOldest(-1); v != 1 {
+		t.Fatalf("PopOldest(-1) = %d", v)
 	}
 	var depths []string
 	l.Priorities(func(p, n int) { depths = append(depths, fmt.Sprint(p, ":", n)) })

@@ -134,13 +134,21 @@ func TestNewPriorityQueueAddWithOpts(t *testing.T) {
 }
 
 // controller-runtime's priority queue runs goroutines of its own per queue;
-// ours runs none.
+// ours runs none, also while items wait in it at a priority: one queued at
+// handler.LowPriority and one waiting an hour at priority 10.
 func TestIdlePriorityQueuesRunNoGoroutine(t *testing.T) {
 	limiter := workqueue.DefaultTypedControllerRateLimiter[request]()
+	var later request
+	later.Name = "later"
 	before := runtime.NumGoroutine()
 	queues := make([]priorityqueue.PriorityQueue[request], 10_000)
 	for i := range queues {
 		queues[i] = crinterop.NewPriorityQueue(fmt.Sprint("idle-", i), limiter)
+		queues[i].AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(handler.LowPriority)}, request{})
+		queues[i].AddWithOpts(priorityqueue.AddOpts{After: time.Hour, Priority: ptr.To(10)}, later)
+	}
+	if got := queues[0].Len(); got != 1 {
+		t.Fatalf("Len() = %d, want 1 (the waiting item is not counted)", got)
 	}
 	if got := runtime.NumGoroutine() - before; got > 0 {
 		t.Errorf("10,000 idle queues run %d goroutines", got)

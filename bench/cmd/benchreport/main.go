@@ -156,6 +156,7 @@ type target struct {
 	row        string
 	unit       string
 	ref        string
+	refRow     string // the reference's row, if not row (ours against ours in another row)
 	limit      float64
 	absolute   bool
 	zeroAllocs bool
@@ -174,6 +175,8 @@ var targets = []target{
 	{measure: "`Limiter.Wait` that has to wait: allocations (issue 23)", row: "LimiterWait", unit: "allocs/op", ref: "xrate", limit: 0, absolute: true},
 	{measure: "`KeyedLimiter.Allow` over 1M keys, against a mutex and a map of x/time/rate limiters (issue 23)", row: "KeyedLimiterAllow/keys=1M", unit: "ns/op", ref: "xrate", limit: 0.5, zeroAllocs: true},
 	{measure: "`KeyedLimiter` heap bytes per key at 1M keys (issue 23)", row: "KeyedLimiterAllow/keys=1M", unit: "B/key", ref: "xrate", limit: 64, absolute: true},
+	{measure: "`Add`+`Get`+`Done` with `WithFairness` over 1,000 keys, serial; reference: ours without fairness", row: "QueueAddGetDoneFairness/keys=1000/mode=serial", refRow: "QueueAddGetDoneFairness/keys=none/mode=serial", unit: "ns/op", ref: "ours", limit: 1.5, zeroAllocs: true},
+	{measure: "`Add`+`Get`+`Done` with `WithFairness` over 1,000 keys, 2 producers + 2 workers; reference: ours without fairness", row: "QueueAddGetDoneFairness/keys=1000/mode=2p2w", refRow: "QueueAddGetDoneFairness/keys=none/mode=2p2w", unit: "ns/op", ref: "ours", limit: 1.5, zeroAllocs: true},
 	{measure: "`AddAfter` per call", row: "AddAfter", unit: "ns/op", ref: "clientgo", limit: 0.25, zeroAllocs: true, beatPQ: true},
 	{measure: "heap bytes per waiting item at 1M", row: "WaitingHeap", unit: "B/item", ref: "clientgo", limit: 0.45, beatPQ: true},
 	{measure: "`Backoff.Next`, 100k keys, serial", row: "BackoffNext/keys=100k/mode=serial", unit: "ns/op", ref: "clientgo", limit: 0.75},
@@ -199,7 +202,11 @@ type verdict struct {
 
 func judge(d *data, t target) verdict {
 	v := verdict{t: t}
-	v.ref, v.haveRef = d.median(t.row, t.ref, t.unit)
+	refRow := t.row
+	if t.refRow != "" {
+		refRow = t.refRow
+	}
+	v.ref, v.haveRef = d.median(refRow, t.ref, t.unit)
 	v.us, v.haveUs = d.median(t.row, ours, t.unit)
 	v.pq, v.havePQ = d.median(t.row, "priorityqueue", t.unit)
 	v.allocs, v.haveAllocs = d.median(t.row, ours, "allocs/op")

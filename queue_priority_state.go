@@ -1,0 +1,219 @@
+package backoff
+
+import "github.com/retrykit/backoff/internal/itemstate"
+
+// priorities holds what a queue knows about priorities beyond its levels.
+// A queue whose items all have priority 0 keeps it empty, and then pays one
+// or two counter checks per call.
+//
+// The priority of a dirty item's pending run lives next to its state: its
+// aux byte in the states is the id of that priority (0 for priority 0), so
+// that a non-zero priority costs no map operation (see
+// BenchmarkQueueAddGetDonePriorities). The ids intern the priorities in use;
+// a queue with more distinct priorities pending at once than there are ids
+// keeps the rest in a map.
+//
+// An item whose priority rises while it is queued is pushed again at its new
+// level, and its old entry stays where it is, stale: Get skips it. The items
+// with stale entries are in raised, whose generation numbers tell an item's
+// current entry from its stale ones.
+type priorities[T comparable] struct {
+	ids      []prioID  // ids[i] is the priority of aux byte i+1
+	pendingN int       // dirty items whose pending priority is not 0
+	overflow map[T]int // pending priorities of the items whose aux byte is overflowID
+
+	raised  map[T]raisedItem // the items with stale entries
+	lastGen uint32           // the generation of the last entry pushed for a raised item
+	stale   int              // stale entries in the levels
+
+	// waiting holds the non-zero priorities of the items that wait for
+	// their ready time.
+	waiting map[T]int
+
+	maxReadyWait int64 // nanoseconds; 0 means strict priority
+}
+
+// prioID is one interned priority: refs dirty items have it pending. An id
+// whose refs are 0 keeps its priority until another priority needs the id.
+type prioID struct {
+	prio int
+	refs int
+}
+
+// maxPrioIDs is the number of aux byte values that name an interned
+// priority; overflowID says "see overflow".
+const (
+	maxPrioIDs       = 254
+	overflowID uint8 = 255
+)
+
+// raisedItem is what priorities knows of an item with stale entries.
+type raisedItem struct {
+	gen   uint32 // the generation of its current entry
+	stale int    // its stale entries
+}
+
+// used reports whether some dirty item has a non-zero pending priority or
+// some entry is stale: then an Add at priority 0 cannot take the fast path.
+func (p *priorities[T]) used() bool { return p.pendingN > 0 || p.stale > 0 }
+
+// waitingUsed reports whether some waiting item has a non-zero priority.
+func (p *priorities[T]) waitingUsed() bool { return len(p.waiting) > 0 }
+
+// pendingLocked returns the priority of the pending run of item, which is
+// dirty and was found at ref.
+func (q *Queue[T]) pendingLocked(ref itemstate.Ref, item T) int {
+	if q.prios.pendingN == 0 {
+		return 0
+	}
+	switch id := q.states.Aux(ref, item); id {
+	case 0:
+		return 0
+	case overflowID:
+		return q.prios.overflow[item]
+	default:
+		return q.prios.ids[id-1].prio
+	}
+}
+
+// setPendingLocked sets the priority of the pending run of item, which has
+// an entry at ref.
+func (q *Queue[T]) setPendingLocked(ref itemstate.Ref, item T, prio int) {
+	p := &q.prios
+	if p.pendingN > 0 {
+		switch id := q.states.Aux(ref, item); id {
+		case 0:
+		case overflowID:
+			delete(p.overflow, item)
+			p.pendingN--
+		default:
+			p.ids[id-1].refs--
+			p.pendingN--
+		}
+	}
+	id := uint8(0)
+	if prio != 0 {
+		id = p.idFor(prio)
+		if id == overflowID {
+			if p.overflow == nil {
+				p.overflow = make(map[T]int)
+			}
+			p.overflow[item] = prio
+		}
+		p.pendingN++
+	}
+	q.states.SetAux(ref, item, id)
+}
+
+// idFor returns the id of prio, which is not 0, counting one more
+// reference to it, or overflowID if every id is taken by another priority.
+// Priorities are few: a linear scan.
+func (p *priorities[T]) idFor(prio int) uint8 {
+	unused := -1
+	for i := range p.ids {
+		if p.ids[i].prio == prio {
+			p.ids[i].refs++
+			return uint8(i + 1)
+		}
+		if unused < 0 && p.ids[i].refs == 0 {
+			unused = i
+		}
+	}
+	if unused < 0 {
+		if len(p.ids) == maxPrioIDs {
+			return overflowID
+		}
+		unused = len(p.ids)
+		p.ids = append(p.ids, prioID{})
+	}
+	p.ids[unused] = prioID{prio: prio, refs: 1}
+	return uint8(unused + 1)
+}
+
+// raise records that item's current entry goes stale: a new one is about
+// to be pushed.
+func (p *priorities[T]) raise(item T) {
+	if p.raised == nil {
+		p.raised = make(map[T]raisedItem)
+	}
+	m := p.raised[item]
+	m.stale++
+	p.raised[item] = m
+	p.stale++
+}
+
+// pushed returns the generation of an entry of item about to be pushed: 0
+// unless item has stale entries, and else a generation no entry in the
+// levels has.
+func (p *priorities[T]) pushed(item T) uint32 {
+	if len(p.raised) == 0 {
+		return 0
+	}
+	m, ok := p.raised[item]
+	if !ok {
+		return 0
+	}
+	if p.lastGen++; p.lastGen == 0 {
+		p.lastGen = 1 // 0 is the generation of the entries of other items
+	}
+	m.gen = p.lastGen
+	p.raised[item] = m
+	return m.gen
+}
+
+// isCurrent reports whether e is its item's current entry.
+func (p *priorities[T]) isCurrent(e readyEntry[T]) bool {
+	if len(p.raised) == 0 {
+		return true
+	}
+	m, ok := p.raised[e.item]
+	return !ok || e.gen == m.gen
+}
+
+// popped records that e was taken out of the levels, and reports whether it
+// is its item's current entry.
+func (p *priorities[T]) popped(e *readyEntry[T]) bool {
+	if len(p.raised) == 0 {
+		return true
+	}
+	m, ok := p.raised[e.item]
+	if !ok || e.gen == m.gen {
+		return true
+	}
+	p.stale--
+	if m.stale--; m.stale == 0 {
+		delete(p.raised, e.item)
+	} else {
+		p.raised[e.item] = m
+	}
+	return false
+}
+
+// wait records that item waits with priority prio, or its current waiting
+// priority if it already waits (waits) and that is higher.
+func (p *priorities[T]) wait(item T, prio int, waits bool) {
+	if waits {
+		prio = max(prio, p.waiting[item])
+	}
+	if prio == 0 {
+		delete(p.waiting, item)
+		return
+	}
+	if p.waiting == nil {
+		p.waiting = make(map[T]int)
+	}
+	p.waiting[item] = prio
+}
+
+// unwait forgets item's waiting priority, which it returns: the item no
+// longer waits.
+func (p *priorities[T]) unwait(item T) int {
+	if len(p.waiting) == 0 {
+		return 0
+	}
+	prio, ok := p.waiting[item]
+	if ok {
+		delete(p.waiting, item)
+	}
+	return prio
+}
