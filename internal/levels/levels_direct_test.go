@@ -90,3 +90,24 @@ func TestLevelsFairnessReusesKeyFIFOs(t *testing.T) {
 		t.Fatalf("%v allocations per two pushes and pops", n)
 	}
 }
+
+// TestLevelsZeroOnlyWithoutFairness: the fast path to the priority-0 FIFO
+// exists only without fairness, where that FIFO is the whole level.
+func TestLevelsZeroOnlyWithoutFairness(t *testing.T) {
+	if levels.New[int](nil).Zero() == nil {
+		t.Fatal("Zero is nil without fairness")
+	}
+	if z := levels.New(func(v int) string { return "k" }).Zero(); z != nil {
+		t.Fatal("Zero is not nil with fairness")
+	}
+}
+
+// TestLevelsCapCountsKeysAndTurns: with fairness, a level's memory is its
+// keys' FIFOs and the FIFO of turns, one chunk of 16 values each here.
+func TestLevelsCapCountsKeysAndTurns(t *testing.T) {
+	l := levels.New(func(v string) string { return v[:1] })
+	l.Push(1, "a1")
+	if got := l.Cap(); got != 16+16 {
+		t.Fatalf("Cap = %d, want 32: a chunk for key a and one for the turns", got)
+	}
+}
