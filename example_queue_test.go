@@ -145,8 +145,16 @@ func ExampleNewRateLimitingQueue() {
 	defer q.ShutDown()
 
 	q.Add("default/cluster")
-	for range 4 {
+	// Get blocks until an item is ready; Len says whether one is, so this
+	// loop never waits for a time that the fake clock will not reach.
+	for q.Len() > 0 {
 		item, _ := q.Get()
+		if q.NumRequeues(item) == 4 {
+			q.Forget(item) // the reconcile succeeded
+			q.Done(item)
+			fmt.Println("after success:", q.NumRequeues(item), "requeues")
+			break
+		}
 		failedAt := clock.Now()
 		q.AddRateLimited(item) // the reconcile failed
 		q.Done(item)
@@ -154,10 +162,6 @@ func ExampleNewRateLimitingQueue() {
 		fmt.Printf("failure %d: back in %v\n", q.NumRequeues(item), readyAt.Sub(failedAt))
 		clock.SetTime(readyAt)
 	}
-	item, _ := q.Get()
-	q.Forget(item) // the reconcile succeeded
-	q.Done(item)
-	fmt.Println("after success:", q.NumRequeues(item), "requeues")
 	// Output:
 	// failure 1: back in 5ms
 	// failure 2: back in 10ms

@@ -32,20 +32,13 @@ func TestQueueTimerInvariant(t *testing.T) {
 		case 5:
 			q.NextReadyAt()
 		}
-		q.mu.Lock()
-		d := &q.delays
-		if !d.armed {
-			// Only a fired timer whose goroutine has not run yet may leave
-			// items waiting without an armed timer; promote as Len would.
-			q.promoteDueLocked()
-		}
-		require.NoError(t, d.waiting.Check())
-		require.Equal(t, d.waiting.Len() > 0, d.armed, "op %d: armed iff items wait", op)
-		if d.armed {
-			require.Equal(t, d.waiting.MinAt(), d.armedAt, "op %d: armed for the earliest", op)
+		s := snapshotDelays(q, true)
+		require.NoError(t, s.checkErr)
+		require.Equal(t, s.waiting > 0, s.armed, "op %d: armed iff items wait", op)
+		if s.armed {
+			require.Equal(t, s.minAt, s.armedAt, "op %d: armed for the earliest", op)
 		}
 		require.LessOrEqual(t, fc.Waiters(), 1)
-		q.mu.Unlock()
 	}
 	q.ShutDown()
 	assert.Equal(t, 0, fc.Waiters())
@@ -76,12 +69,11 @@ func FuzzAddAfter(f *testing.F) {
 			} else if m, ok := minPositive[item]; !ok || d < m {
 				minPositive[item] = d
 			}
-			q.mu.Lock()
-			require.NoError(t, q.delays.waiting.Check())
-			if q.delays.waiting.Len() > 0 { // the earliest, by the heap property
-				require.Positive(t, q.delays.waiting.MinAt(), "ready time of a positive delay")
+			s := snapshotDelays(q, false)
+			require.NoError(t, s.checkErr)
+			if s.waiting > 0 { // the earliest, by the heap property
+				require.Positive(t, s.minAt, "ready time of a positive delay")
 			}
-			q.mu.Unlock()
 		}
 		step = max(step, 0)
 		fc.Step(time.Duration(step))
@@ -93,11 +85,38 @@ func FuzzAddAfter(f *testing.F) {
 			}
 		}
 		require.Equal(t, want, q.Len(), "queued after a step of %d", step)
-		q.mu.Lock()
-		require.NoError(t, q.delays.waiting.Check())
-		if q.delays.waiting.Len() > 0 { // the earliest, by the heap property
-			require.Greater(t, q.delays.waiting.MinAt(), step, "a due item still waits")
+		s := snapshotDelays(q, false)
+		require.NoError(t, s.checkErr)
+		if s.waiting > 0 { // the earliest, by the heap property
+			require.Greater(t, s.minAt, step, "a due item still waits")
 		}
-		q.mu.Unlock()
 	})
+}
+
+// delaysSnapshot is the delaying part of a queue as read under its lock.
+type delaysSnapshot struct {
+	checkErr       error
+	waiting        int
+	minAt, armedAt int64
+	armed          bool
+}
+
+// snapshotDelays reads q's delaying state under q.mu and returns it, so that
+// the caller asserts after releasing the lock: a failing require runs the
+// test's deferred ShutDown, which would wait for the lock for ever. With
+// promote, it first promotes the due items if no timer is armed: only a fired
+// timer whose goroutine has not run yet may leave items waiting without an
+// armed timer, and Len would promote them the same way.
+func snapshotDelays[T comparable](q *DelayingQueue[T], promote bool) delaysSnapshot {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	d := &q.delays
+	if promote && !d.armed {
+		q.promoteDueLocked()
+	}
+	s := delaysSnapshot{checkErr: d.waiting.Check(), waiting: d.waiting.Len(), armed: d.armed, armedAt: d.armedAt}
+	if s.waiting > 0 {
+		s.minAt = d.waiting.MinAt()
+	}
+	return s
 }

@@ -303,19 +303,19 @@ func TestReadmeFeedAndDrain(t *testing.T) {
 			return nil
 		})
 	})
-	for _, requeue := range []time.Duration{5 * time.Millisecond, 10 * time.Millisecond, time.Hour} {
-		<-calls
-		for d := range fc.armed { // the queue may also re-arm for a firing it has served
-			if d == requeue {
-				break
-			}
+	t.Cleanup(cancel) // stops the workers if a wait below fails the test
+	for i, requeue := range []time.Duration{5 * time.Millisecond, 10 * time.Millisecond, time.Hour} {
+		waitFor(t, fmt.Sprintf("reconcile call %d", i+1), calls, fc.FakeClock)
+		// The queue may also re-arm for a firing it has served.
+		for d := time.Duration(0); d != requeue; {
+			d = waitFor(t, fmt.Sprintf("the queue to arm its timer for the requeue after %v", requeue), fc.armed, fc.FakeClock)
 		}
 		if requeue != time.Hour {
 			fc.Step(requeue)
 		}
 	}
 	cancel()
-	<-done
+	waitFor(t, "RunWorkers to return once its context is canceled", done, fc.FakeClock)
 	assert.Equal(t, []time.Duration{0, 5 * time.Millisecond, 15 * time.Millisecond}, at)
 }
 

@@ -38,7 +38,7 @@ import (
 // TestSynctestDelayingQueue: items added with a delay come out at their ready
 // times, earliest first, as in ExampleNewDelayingQueue.
 func TestSynctestDelayingQueue(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	bubble(t, func(t *testing.T) {
 		q := backoff.NewDelayingQueue[string]()
 		defer q.ShutDown()
 		start := time.Now()
@@ -65,7 +65,7 @@ func TestSynctestDelayingQueue(t *testing.T) {
 // queue by itself, with nobody calling Get; synctest.Wait lets the timer's
 // callback finish first.
 func TestSynctestDelayingQueueTimer(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	bubble(t, func(t *testing.T) {
 		q := backoff.NewDelayingQueue[string]()
 		defer q.ShutDown()
 		q.AddAfter("x", time.Minute)
@@ -90,7 +90,7 @@ func TestSynctestDelayingQueueTimer(t *testing.T) {
 // back after DefaultControllerRateLimiter's delays, 5 ms doubling, as in
 // ExampleNewRateLimitingQueue; Forget starts the series again.
 func TestSynctestRateLimitedRequeues(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	bubble(t, func(t *testing.T) {
 		q := backoff.NewRateLimitingQueue[string](backoff.DefaultControllerRateLimiter[string]())
 		defer q.ShutDown()
 		q.Add("default/cluster")
@@ -119,7 +119,7 @@ func TestSynctestRateLimitedRequeues(t *testing.T) {
 // context times out returns at the deadline and leaves the queue running;
 // TakeWaiting returns the items still waiting, with their ready times.
 func TestSynctestQueueShutdown(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	bubble(t, func(t *testing.T) {
 		q := backoff.NewDelayingQueue[string]()
 		start := time.Now()
 
@@ -170,7 +170,7 @@ func TestSynctestQueueShutdown(t *testing.T) {
 // limiter's delays, schedules a RequeueAfter, and returns when its context
 // ends, all at the times a FakeClock would show.
 func TestSynctestRunWorkers(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	bubble(t, func(t *testing.T) {
 		q := backoff.NewRateLimitingQueue[string](backoff.DefaultControllerRateLimiter[string](),
 			backoff.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 		q.Add("flaky")
@@ -218,7 +218,7 @@ func runTimes(start time.Time, n int, stop func()) (func(), *[]time.Duration) {
 // on a FakeClock, and return when stopped.
 func TestSynctestLoops(t *testing.T) {
 	t.Run("Until", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
+		bubble(t, func(t *testing.T) {
 			stop := make(chan struct{})
 			f, at := runTimes(time.Now(), 3, func() { close(stop) })
 			backoff.Until(f, time.Second, stop)
@@ -226,7 +226,7 @@ func TestSynctestLoops(t *testing.T) {
 		})
 	})
 	t.Run("sliding and not", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
+		bubble(t, func(t *testing.T) {
 			for _, tc := range []struct {
 				sliding bool
 				want    []time.Duration
@@ -246,7 +246,7 @@ func TestSynctestLoops(t *testing.T) {
 		})
 	})
 	t.Run("JitterUntil", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
+		bubble(t, func(t *testing.T) {
 			stop := make(chan struct{})
 			f, at := runTimes(time.Now(), 10, func() { close(stop) })
 			backoff.JitterUntil(f, time.Second, 0.5, true, stop)
@@ -257,7 +257,7 @@ func TestSynctestLoops(t *testing.T) {
 		})
 	})
 	t.Run("UntilWithContext", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
+		bubble(t, func(t *testing.T) {
 			start := time.Now()
 			ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
 			defer cancel()
@@ -268,7 +268,7 @@ func TestSynctestLoops(t *testing.T) {
 		})
 	})
 	t.Run("BackoffUntil", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
+		bubble(t, func(t *testing.T) {
 			m := backoff.NewExponentialBackoffManager(time.Second, 4*time.Second, time.Minute, 2, 0)
 			stop := make(chan struct{})
 			f, at := runTimes(time.Now(), 5, func() { close(stop) })
@@ -280,7 +280,7 @@ func TestSynctestLoops(t *testing.T) {
 		// Forever waits on NeverStop, made at package initialisation outside
 		// every bubble: this passes only because ContextForChannel treats it as
 		// a nil channel, on which a wait blocks durably.
-		synctest.Test(t, func(t *testing.T) {
+		bubble(t, func(t *testing.T) {
 			done := make(chan struct{})
 			f, at := runTimes(time.Now(), 3, runtime.Goexit) // the one way out of Forever
 			go func() {
@@ -297,7 +297,7 @@ func TestSynctestLoops(t *testing.T) {
 // show on a FakeClock, and end at their timeout exactly.
 func TestSynctestPoll(t *testing.T) {
 	t.Run("PollUntilContextTimeout", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
+		bubble(t, func(t *testing.T) {
 			start := time.Now()
 			f, at := runTimes(start, 0, nil)
 			err := backoff.PollUntilContextTimeout(context.Background(), time.Second, 3500*time.Millisecond, true,
@@ -308,7 +308,7 @@ func TestSynctestPoll(t *testing.T) {
 		})
 	})
 	t.Run("PollUntilContextCancel", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
+		bubble(t, func(t *testing.T) {
 			start := time.Now()
 			f, at := runTimes(start, 0, nil)
 			err := backoff.PollUntilContextCancel(context.Background(), time.Second, false,
@@ -318,7 +318,7 @@ func TestSynctestPoll(t *testing.T) {
 		})
 	})
 	t.Run("ExponentialBackoffWithContext", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
+		bubble(t, func(t *testing.T) {
 			f, at := runTimes(time.Now(), 0, nil)
 			s := backoff.Schedule{Duration: 10 * time.Millisecond, Factor: 2, Steps: 4}
 			err := backoff.ExponentialBackoffWithContext(context.Background(), s,
@@ -335,7 +335,7 @@ func TestSynctestPoll(t *testing.T) {
 func TestSynctestRetry(t *testing.T) {
 	s := backoff.Schedule{Duration: 10 * time.Millisecond, Factor: 2, Steps: 5}
 	t.Run("until success", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
+		bubble(t, func(t *testing.T) {
 			f, at := runTimes(time.Now(), 0, nil)
 			err := backoff.Retry(context.Background(), s, func(context.Context) error {
 				f()
@@ -349,7 +349,7 @@ func TestSynctestRetry(t *testing.T) {
 		})
 	})
 	t.Run("context ends during a wait", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
+		bubble(t, func(t *testing.T) {
 			start := time.Now()
 			ctx, cancel := context.WithTimeout(context.Background(), 25*time.Millisecond)
 			defer cancel()
@@ -361,7 +361,7 @@ func TestSynctestRetry(t *testing.T) {
 		})
 	})
 	t.Run("WithMaxElapsedTime", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
+		bubble(t, func(t *testing.T) {
 			f, at := runTimes(time.Now(), 0, nil)
 			err := backoff.Retry(context.Background(), s, func(context.Context) error { f(); return errors.New("busy") },
 				backoff.WithMaxElapsedTime(50*time.Millisecond))

@@ -66,7 +66,7 @@ for pkg in "${pkgs[@]}"; do
     --workers "${WORKERS:-1}" \
     --timeout-coefficient "${TIMEOUT_COEFFICIENT:-10}" \
     --output "$out/$name.json" \
-    "${excludes[@]}" ${GREMLINS_FLAGS:-} .) >"$out/$name.log" 2>&1 ||
+    "${excludes[@]}" ${GREMLINS_FLAGS:-} "$dir") >"$out/$name.log" 2>&1 ||
     echo "   gremlins exited with $? (see the log)"
   count() { grep -oE "$1: [0-9]+" "$out/$name.log" | tail -1 | grep -oE '[0-9]+$' || echo 0; }
   killed=$(count Killed)

@@ -222,6 +222,13 @@ func podBackoffFor(attempts int) time.Duration {
 	return min(time.Second<<min(attempts-1, 10), 10*time.Second)
 }
 
+// nextFlush returns when the scheduler's 1 s flush, ticking on whole
+// seconds, first sees a pod that became ready at ready: at ready itself if it
+// is a whole second.
+func nextFlush(ready time.Duration) time.Duration {
+	return (ready + time.Second - 1) / time.Second * time.Second
+}
+
 // podBackoff schedules one pod that fails every attempt; each attempt takes
 // took. After a failure the pod waits in a DelayingQueue for its backoff; the
 // queue hands it out again at the backoff's expiry.
@@ -241,8 +248,7 @@ func podBackoff(attempts int, took time.Duration) []podAttempt {
 		at, _ := q.NextReadyAt()
 		fc.SetTime(at)
 		ready := fc.Since(requeueEpoch)
-		flush := (ready + time.Second - 1) / time.Second * time.Second // the next whole-second tick
-		out = append(out, podAttempt{attempt: n, failedAt: failed, backoff: d, readyAt: ready, flushAt: flush})
+		out = append(out, podAttempt{attempt: n, failedAt: failed, backoff: d, readyAt: ready, flushAt: nextFlush(ready)})
 		if q.Len() != 1 {
 			panic("scheduler-podbackoff: the pod is not ready at its backoff's expiry")
 		}
