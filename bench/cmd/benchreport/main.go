@@ -257,7 +257,7 @@ func writeTargets(w io.Writer, d *data, onlyMeasured bool) []verdict {
 		vs = append(vs, v)
 		goal := fmt.Sprintf("≤ %.2f", t.limit)
 		if t.absolute {
-			goal = fmt.Sprintf("%s = %g", t.unit, t.limit)
+			goal = fmt.Sprintf("%s ≤ %g", t.unit, t.limit)
 		}
 		if t.zeroAllocs {
 			goal += ", 0 allocs/op"
