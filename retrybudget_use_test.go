@@ -140,7 +140,7 @@ func TestRetryBudgetSharedByRetryAndQueue(t *testing.T) {
 		backoff.WithClock(fc), backoff.WithRetryBudget(b))
 	defer q.ShutDown()
 	q.Add("x")
-	item, _ := q.Get() // request 1
+	item, _ := get(t, q.Get, fc) // request 1
 
 	failing := func(context.Context) error { return errFlaky }
 	s := backoff.Schedule{Steps: 3}
@@ -162,7 +162,7 @@ func TestRetryBudgetSharedByRetryAndQueue(t *testing.T) {
 	assert.False(t, at.Before(epoch.Add(10*time.Second)), "ready at %v", at.Sub(epoch))
 	assert.True(t, at.Before(epoch.Add(20*time.Second)), "ready at %v", at.Sub(epoch))
 	fc.SetTime(at)
-	item, _ = q.Get()
+	item, _ = get(t, q.Get, fc)
 	assert.Equal(t, "x", item)
 	q.Done(item)
 }
@@ -220,6 +220,7 @@ func TestRetryBudgetQueueConverges(t *testing.T) {
 	adds := &addCounter{}
 	limiter := backoff.NewItemExponentialFailureRateLimiter[int](10*time.Millisecond, 2*time.Second)
 	q := backoff.NewRateLimitingQueue[int](limiter, backoff.WithClock(fc), backoff.WithRetryBudget(b), backoff.WithMetrics(adds))
+	defer q.ShutDown() // a failed wait below ends the test: let the workers go
 	const n, failures, workers = 200, 3, 4
 	var mu sync.Mutex
 	inFlight := map[int]bool{}
@@ -266,9 +267,10 @@ func TestRetryBudgetQueueConverges(t *testing.T) {
 	// Every item that became queued is handed out once and settled once:
 	// when the settled count catches up with the adds, the workers are idle
 	// and the clock can move to the next ready time.
+	var stepped time.Time // the last time the clock was set to
 	for done := int64(0); ; {
 		for done < adds.adds.Load() {
-			<-settled
+			waitFor(t, fmt.Sprintf("a worker to settle item %d of %d queued so far", done+1, adds.adds.Load()), settled, fc)
 			done++
 		}
 		at, ok := q.NextReadyAt()
@@ -278,10 +280,14 @@ func TestRetryBudgetQueueConverges(t *testing.T) {
 		if !ok {
 			break
 		}
+		// Every step queues at least the item due then; the same time twice
+		// means it stayed waiting although due (and this loop would spin).
+		require.False(t, at.Equal(stepped), "an item due at %v was not queued when the clock reached it", at.Sub(epoch))
 		fc.SetTime(at)
+		stepped = at
 	}
-	q.ShutDownWithDrain()
-	wg.Wait()
+	waitForCall(t, "ShutDownWithDrain to return", q.ShutDownWithDrain, fc)
+	waitForCall(t, "the workers to return after the shutdown", wg.Wait, fc)
 	assert.Equal(t, n, succeeded, "every item converges")
 	for i := range n {
 		assert.Equal(t, failures+1, attempts[i], "item %d", i)
