@@ -54,17 +54,17 @@ func TestLevelsHeadsAndPrioritiesSkipEmptiedLevels(t *testing.T) {
 	}
 }
 
-// TestLevelsPopFromCounts: PopFrom of a non-zero level leaves Len and
+// TestLevelsPopOldestCounts: PopOldest of a non-zero level leaves Len and
 // OnlyZero right.
-func TestLevelsPopFromCounts(t *testing.T) {
+func TestLevelsPopOldestCounts(t *testing.T) {
 	l := levels.New[int](nil)
 	l.Push(1, 1)
 	l.Push(0, 2)
-	if v := l.PopFrom(1); v != 1 {
-		t.Fatalf("PopFrom(1) = %d, want 1", v)
+	if v := l.PopOldest(1); v != 1 {
+		t.Fatalf("PopOldest(1) = %d, want 1", v)
 	}
 	if l.Len() != 1 || !l.OnlyZero() {
-		t.Fatalf("after PopFrom(1): Len %d, OnlyZero %v; want 1, true", l.Len(), l.OnlyZero())
+		t.Fatalf("after PopOldest(1): Len %d, OnlyZero %v; want 1, true", l.Len(), l.OnlyZero())
 	}
 }
 
@@ -103,11 +103,17 @@ func TestLevelsZeroOnlyWithoutFairness(t *testing.T) {
 }
 
 // TestLevelsCapCountsKeysAndTurns: with fairness, a level's memory is its
-// keys' FIFOs and the FIFO of turns, one chunk of 16 values each here.
+// keys' queues and the FIFO of turns: a key's first value is held in its
+// queue itself (1), the turns in a chunk of 16, and a key's second value
+// takes a chunk of 16 of its own.
 func TestLevelsCapCountsKeysAndTurns(t *testing.T) {
 	l := levels.New(func(v string) string { return v[:1] })
 	l.Push(1, "a1")
-	if got := l.Cap(); got != 16+16 {
-		t.Fatalf("Cap = %d, want 32: a chunk for key a and one for the turns", got)
+	if got := l.Cap(); got != 1+16 {
+		t.Fatalf("Cap = %d, want 17: key a's own slot and a chunk for the turns", got)
+	}
+	l.Push(1, "a2")
+	if got := l.Cap(); got != 1+16+16 {
+		t.Fatalf("Cap = %d, want 33: key a's second value takes a chunk", got)
 	}
 }
