@@ -2,10 +2,7 @@ package bench
 
 import (
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/retrykit/backoff"
 )
@@ -63,40 +60,7 @@ func BenchmarkQueueAddGetDoneFairness(b *testing.B) {
 			b.Run(name+"/mode=2p2w", func(b *testing.B) {
 				b.ReportAllocs()
 				q := mk(fair)
-				n := int64(b.N)
-				var processed atomic.Int64
-				var wg sync.WaitGroup
-				b.ResetTimer()
-				start := time.Now()
-				for w := 0; w < 2; w++ {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for {
-							item, shutdown := q.Get()
-							if shutdown {
-								return
-							}
-							q.Done(item)
-							if processed.Add(1) == n {
-								q.ShutDown()
-							}
-						}
-					}()
-				}
-				for p := 0; p < 2; p++ {
-					wg.Add(1)
-					go func(first int) {
-						defer wg.Done()
-						for i := first; i < b.N; i += 2 {
-							q.Add(i)
-						}
-					}(p)
-				}
-				wg.Wait()
-				elapsed := time.Since(start)
-				b.StopTimer()
-				b.ReportMetric(float64(b.N)/elapsed.Seconds(), "items/s")
+				run2p2w(b, q, func(i int) { q.Add(i) })
 			})
 		}
 	})

@@ -1,10 +1,7 @@
 package bench
 
 import (
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
@@ -85,40 +82,7 @@ func BenchmarkQueueAddGetDonePriorities(b *testing.B) {
 		b.Run("mode=2p2w", func(b *testing.B) {
 			b.ReportAllocs()
 			q := mk()
-			n := int64(b.N)
-			var processed atomic.Int64
-			var wg sync.WaitGroup
-			b.ResetTimer()
-			start := time.Now()
-			for w := 0; w < 2; w++ {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for {
-						item, shutdown := q.Get()
-						if shutdown {
-							return
-						}
-						q.Done(item)
-						if processed.Add(1) == n {
-							q.ShutDown()
-						}
-					}
-				}()
-			}
-			for p := 0; p < 2; p++ {
-				wg.Add(1)
-				go func(first int) {
-					defer wg.Done()
-					for i := first; i < b.N; i += 2 {
-						q.AddAt(i, prioOf(i/2))
-					}
-				}(p)
-			}
-			wg.Wait()
-			elapsed := time.Since(start)
-			b.StopTimer()
-			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "items/s")
+			run2p2w(b, q, func(i int) { q.AddAt(i, prioOf(i/2)) })
 		})
 	})
 }

@@ -105,40 +105,7 @@ func BenchmarkQueueAddGetDone(b *testing.B) {
 		b.Run("mode=2p2w", func(b *testing.B) {
 			b.ReportAllocs()
 			q := mk()
-			n := int64(b.N)
-			var processed atomic.Int64
-			var wg sync.WaitGroup
-			b.ResetTimer()
-			start := time.Now()
-			for w := 0; w < 2; w++ {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for {
-						item, shutdown := q.Get()
-						if shutdown {
-							return
-						}
-						q.Done(item)
-						if processed.Add(1) == n {
-							q.ShutDown() // releases the other worker
-						}
-					}
-				}()
-			}
-			for p := 0; p < 2; p++ {
-				wg.Add(1)
-				go func(first int) {
-					defer wg.Done()
-					for i := first; i < b.N; i += 2 {
-						q.Add(i)
-					}
-				}(p)
-			}
-			wg.Wait()
-			elapsed := time.Since(start)
-			b.StopTimer()
-			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "items/s")
+			run2p2w(b, q, func(i int) { q.Add(i) })
 		})
 	})
 }
@@ -477,4 +444,52 @@ func BenchmarkIdle(b *testing.B) {
 		b.ReportMetric(perSecond(cpu), "cpu-ms/s")
 		b.ReportMetric(perSecond(base), "base-cpu-ms/s")
 	})
+}
+
+// workQueue is what run2p2w needs of a queue.
+type workQueue interface {
+	Get() (item int, shutdown bool)
+	Done(item int)
+	ShutDown()
+}
+
+// run2p2w times b.N items through q with 2 producers, each calling add for
+// every other item, and 2 workers that Get and Done them; the worker that
+// finishes the last item shuts the queue down, which releases the other.
+// It reports items/s over the timed region.
+func run2p2w(b *testing.B, q workQueue, add func(i int)) {
+	n := int64(b.N)
+	var processed atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for w := 0; w < 2; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				item, shutdown := q.Get()
+				if shutdown {
+					return
+				}
+				q.Done(item)
+				if processed.Add(1) == n {
+					q.ShutDown()
+				}
+			}
+		}()
+	}
+	for p := 0; p < 2; p++ {
+		wg.Add(1)
+		go func(first int) {
+			defer wg.Done()
+			for i := first; i < b.N; i += 2 {
+				add(i)
+			}
+		}(p)
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "items/s")
 }
