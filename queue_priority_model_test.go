@@ -400,6 +400,13 @@ func runPriorityModel(t *testing.T, ops []byte, maxWait time.Duration, fair bool
 }
 
 func TestPriorityQueueAgreesWithModel(t *testing.T) {
+	runPriorityModelSeeds(t, false, 21)
+}
+
+// runPriorityModelSeeds runs runPriorityModel over random operation
+// sequences (40 seeds of 600 operations, 400 of 3,000 with BACKOFF_LONG),
+// without and with a max-ready-wait bound; stream picks the sequences.
+func runPriorityModelSeeds(t *testing.T, fair bool, stream uint64) {
 	seeds, n := uint64(40), 600
 	if os.Getenv("BACKOFF_LONG") != "" {
 		seeds, n = 400, 3000
@@ -407,12 +414,12 @@ func TestPriorityQueueAgreesWithModel(t *testing.T) {
 	for _, maxWait := range []time.Duration{0, 25 * time.Millisecond} {
 		for seed := uint64(1); seed <= seeds; seed++ {
 			t.Run(fmt.Sprintf("maxWait=%v/%d", maxWait, seed), func(t *testing.T) {
-				rng := rand.New(rand.NewPCG(seed, 21))
+				rng := rand.New(rand.NewPCG(seed, stream))
 				ops := make([]byte, 3*n)
 				for i := range ops {
 					ops[i] = byte(rng.Uint32())
 				}
-				runPriorityModel(t, ops, maxWait, false)
+				runPriorityModel(t, ops, maxWait, fair)
 			})
 		}
 	}
@@ -436,20 +443,5 @@ func FuzzPriorityQueue(f *testing.F) {
 // order, raised items included, and with the bound the oldest overdue item
 // first.
 func TestPriorityQueueWithFairnessAgreesWithModel(t *testing.T) {
-	seeds, n := uint64(40), 600
-	if os.Getenv("BACKOFF_LONG") != "" {
-		seeds, n = 400, 3000
-	}
-	for _, maxWait := range []time.Duration{0, 25 * time.Millisecond} {
-		for seed := uint64(1); seed <= seeds; seed++ {
-			t.Run(fmt.Sprintf("maxWait=%v/%d", maxWait, seed), func(t *testing.T) {
-				rng := rand.New(rand.NewPCG(seed, 22))
-				ops := make([]byte, 3*n)
-				for i := range ops {
-					ops[i] = byte(rng.Uint32())
-				}
-				runPriorityModel(t, ops, maxWait, true)
-			})
-		}
-	}
+	runPriorityModelSeeds(t, true, 22)
 }
