@@ -169,7 +169,8 @@ func (l *Limiter) Allow() bool { return l.AllowN(1) }
 // AllowN reports whether n events may happen now, and if so takes their n
 // tokens; otherwise it takes nothing. It is false whenever n exceeds the
 // burst (unless the limit is infinite). A negative n counts as 0. It never
-// blocks and allocates nothing.
+// blocks and allocates nothing; while the bucket is empty, a refusal takes
+// no lock, so refusals from many goroutines do not contend.
 func (l *Limiter) AllowN(n int) bool {
 	now := l.now()
 	if n > 0 && int64(now) < l.refusedBefore.Load() {
