@@ -2,6 +2,7 @@ package backoff
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -39,8 +40,36 @@ import (
 // A Limiter is safe for concurrent use by multiple goroutines. Its zero value
 // is not usable (its methods panic): use [NewLimiter].
 type Limiter struct {
-	clock  clock.WithDelayedExecution
-	epoch  time.Time // the clock's time at construction; instants count from it
+	clock clock.WithDelayedExecution
+	epoch time.Time // the clock's time at construction; instants count from it
+
+	// refusedBefore lets AllowN refuse without the lock: every AllowN(n ≥ 1)
+	// at an instant before it is refused by the bucket as it stands. 0 (the
+	// zero value) says nothing, since instants are never negative.
+	//
+	// Why: when a limiter is doing its job, most Allows are refusals, and a
+	// refusal changes nothing (take writes only when it grants; AllowN
+	// records lastEvent only then). So the question "is this a refusal?"
+	// can be answered from one word that changes only when the bucket does,
+	// and concurrent refusals share that word's cache line read-only
+	// instead of passing the mutex's line between cores. One word, and not
+	// a sequence-counted copy of the bucket read without the lock, because
+	// the answer for one token is monotonic in the instant (see
+	// firstGrantOfOne): the whole float computation folds into the instant
+	// it first grants, computed exactly, with take's own arithmetic, by the
+	// writer, and a refusal is a clock read and a comparison. The decisions
+	// are exactly the locked path's: a refusal here is the answer the
+	// locked path gives at that instant with the bucket as it stood when the
+	// word was read, and every other call takes the lock.
+	//
+	// It is written under mu only: AllowN sets it from the bucket it has
+	// just decided on; every other change to the bucket, the limit or the
+	// burst first resets it to 0 (forgetLocked), since those may make a
+	// grant come sooner (Cancel, SetLimit, SetBurst), or, for takes, could
+	// in float rounding land an earning a hair above the unsplit one.
+	refusedBefore atomic.Int64
+	_             [64]byte // keeps the mutex's line, written by every grant, off the fields every call reads
+
 	timers timerPool
 
 	mu        sync.Mutex
@@ -116,6 +145,7 @@ func (l *Limiter) SetLimit(r float64) {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.forgetLocked()
 	l.bucket.settle(now, l.limit, l.burst)
 	l.limit = sanitizeLimit(r)
 }
@@ -127,6 +157,7 @@ func (l *Limiter) SetBurst(burst int) {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.forgetLocked()
 	l.bucket.settle(now, l.limit, l.burst)
 	l.burst = max(burst, 0)
 }
@@ -138,9 +169,13 @@ func (l *Limiter) Allow() bool { return l.AllowN(1) }
 // AllowN reports whether n events may happen now, and if so takes their n
 // tokens; otherwise it takes nothing. It is false whenever n exceeds the
 // burst (unless the limit is infinite). A negative n counts as 0. It never
-// blocks and allocates nothing.
+// blocks and allocates nothing; while the bucket is empty, a refusal takes
+// no lock, so refusals from many goroutines do not contend.
 func (l *Limiter) AllowN(n int) bool {
 	now := l.now()
+	if n > 0 && int64(now) < l.refusedBefore.Load() {
+		return false // see refusedBefore
+	}
 	n = max(n, 0)
 	l.mu.Lock()
 	// reserveLocked(now, n, 0) without building the Reservation: Allow is
@@ -149,10 +184,30 @@ func (l *Limiter) AllowN(n int) bool {
 	if !ok {
 		if _, ok = l.bucket.take(now, n, l.limit, l.burst, 0); ok {
 			l.lastEvent = now // the time-to-act of a grant with no wait
+			l.noteFirstGrantLocked()
+		} else if l.refusedBefore.Load() == 0 {
+			// Unchanged bucket, so a word already set still holds.
+			l.noteFirstGrantLocked()
 		}
 	}
 	l.mu.Unlock()
 	return ok
+}
+
+// noteFirstGrantLocked sets refusedBefore for the bucket as it is now.
+func (l *Limiter) noteFirstGrantLocked() {
+	t := l.bucket.firstGrantOfOne(l.limit, l.burst)
+	if l.refusedBefore.Load() != int64(t) {
+		l.refusedBefore.Store(int64(t)) // stores only on change: readers keep their copy of the line
+	}
+}
+
+// forgetLocked resets refusedBefore before a change to the bucket, the
+// limit or the burst that does not set it again.
+func (l *Limiter) forgetLocked() {
+	if l.refusedBefore.Load() != 0 {
+		l.refusedBefore.Store(0)
+	}
 }
 
 // Reserve is shorthand for ReserveN(1).
@@ -186,6 +241,7 @@ func (l *Limiter) reserveLocked(now time.Duration, n int, maxWait time.Duration)
 	if !ok {
 		return Reservation{owner: l, limit: l.limit}, wait
 	}
+	l.forgetLocked()
 	r := Reservation{owner: l, ok: true, tokens: n, limit: l.limit, timeToAct: addInstant(now, wait)}
 	l.lastEvent = r.timeToAct
 	return r, wait
@@ -201,6 +257,7 @@ func (l *Limiter) takeOneLocked(now time.Duration) time.Duration {
 	}
 	wait, ok := l.bucket.take(now, 1, l.limit, l.burst, maxDuration)
 	if ok {
+		l.forgetLocked()
 		l.lastEvent = addInstant(now, wait)
 	}
 	return wait
@@ -214,5 +271,6 @@ func (l *Limiter) cancelReservation(r *Reservation, now time.Duration) {
 	if l.limit == InfLimit {
 		return
 	}
+	l.forgetLocked()
 	l.bucket.giveBack(r, now, l.limit, l.burst, &l.lastEvent)
 }
