@@ -56,8 +56,8 @@ var ErrRetryBudgetExhausted = errors.New("backoff: retry budget exhausted")
 // the bound at the last retry in it: its retries are at most ratio × the
 // requests of that window and of the window before it, plus the floor.
 //
-// The budget keeps its window as 10 buckets of window/10, so its memory is
-// constant whatever the request rate. Counts saturate at 16,777,215 requests
+// The budget keeps its window as 10 buckets of window/10, so its memory (a
+// few kilobytes) is constant whatever the request rate. Counts saturate at 16,777,215 requests
 // and as many retries per bucket; requests beyond that are not counted, which
 // only refuses more.
 //
@@ -68,11 +68,16 @@ var ErrRetryBudgetExhausted = errors.New("backoff: retry budget exhausted")
 //
 // # Concurrency
 //
-// A RetryBudget is safe for concurrent use by multiple goroutines. Its
-// methods take no lock and never wait for each other, except for a moment
-// once per bucket, when the window moves on (and when a queue computes when
-// a refused item may come back). Its zero value is not usable: create it
-// with [NewRetryBudget].
+// A RetryBudget is safe for concurrent use by multiple goroutines. While the
+// window has room to spare, it sets a few retries aside for the goroutines
+// that are retrying, so that goroutines retrying at once do not write the
+// same memory; the guarantee above counts the retries allowed, not the ones
+// set aside, and a refusal takes back what is set aside first. Its methods
+// wait for each other only for a moment: once per bucket, when the window
+// moves on; when a goroutine sets retries aside, once every few dozen
+// retries; when a refusal takes them back; and in [RetryBudget.Snapshot]
+// and when a queue computes when a refused item may come back. Its zero
+// value is not usable: create it with [NewRetryBudget].
 type RetryBudget struct {
 	ratio float64
 	floor float64 // minPerSecond·window-seconds: retries allowed with no request

@@ -82,8 +82,8 @@ func (b *RetryBudget) stripe() *budgetStripe {
 	var onStack byte
 	p := uint64(uintptr(unsafe.Pointer(&onStack)))
 	// Fibonacci hashing of the address in units of the smallest stack
-	// (8 KiB) spreads neighbouring stacks over distant stripes.
-	i := (p >> 13) * 0x9e3779b97f4a7c15 >> 32
+	// (2 KiB) spreads neighbouring stacks over distant stripes.
+	i := (p >> 11) * 0x9e3779b97f4a7c15 >> 32
 	return &b.stripes[i&uint64(len(b.stripes)-1)]
 }
 
