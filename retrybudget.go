@@ -57,9 +57,9 @@ var ErrRetryBudgetExhausted = errors.New("backoff: retry budget exhausted")
 // requests of that window and of the window before it, plus the floor.
 //
 // The budget keeps its window as 10 buckets of window/10, so its memory (a
-// few kilobytes) is constant whatever the request rate. Counts saturate at 16,777,215 requests
-// and as many retries per bucket; requests beyond that are not counted, which
-// only refuses more.
+// few kilobytes) is constant whatever the request rate. Counts saturate at
+// 16,777,215 requests and as many retries per bucket; requests beyond that
+// are not counted, which only refuses more.
 //
 // Time is read from the clock of [WithClock]. A clock that steps backwards
 // freezes the window at the latest time the budget has seen until the clock
