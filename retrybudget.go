@@ -56,10 +56,10 @@ var ErrRetryBudgetExhausted = errors.New("backoff: retry budget exhausted")
 // the bound at the last retry in it: its retries are at most ratio × the
 // requests of that window and of the window before it, plus the floor.
 //
-// The budget keeps its window as 10 buckets of window/10, so its memory is
-// constant whatever the request rate. Counts saturate at 16,777,215 requests
-// and as many retries per bucket; requests beyond that are not counted, which
-// only refuses more.
+// The budget keeps its window as 10 buckets of window/10, so its memory (a
+// few kilobytes) is constant whatever the request rate. Counts saturate at
+// 16,777,215 requests and as many retries per bucket; requests beyond that
+// are not counted, which only refuses more.
 //
 // Time is read from the clock of [WithClock]. A clock that steps backwards
 // freezes the window at the latest time the budget has seen until the clock
@@ -68,11 +68,16 @@ var ErrRetryBudgetExhausted = errors.New("backoff: retry budget exhausted")
 //
 // # Concurrency
 //
-// A RetryBudget is safe for concurrent use by multiple goroutines. Its
-// methods take no lock and never wait for each other, except for a moment
-// once per bucket, when the window moves on (and when a queue computes when
-// a refused item may come back). Its zero value is not usable: create it
-// with [NewRetryBudget].
+// A RetryBudget is safe for concurrent use by multiple goroutines. While the
+// window has room to spare, it sets a few retries aside for the goroutines
+// that are retrying, so that goroutines retrying at once do not write the
+// same memory; the guarantee above counts the retries allowed, not the ones
+// set aside, and a refusal takes back what is set aside first. Its methods
+// wait for each other only for a moment: once per bucket, when the window
+// moves on; when a goroutine sets retries aside, once every few dozen
+// retries; when a refusal takes them back; and in [RetryBudget.Snapshot]
+// and when a queue computes when a refused item may come back. Its zero
+// value is not usable: create it with [NewRetryBudget].
 type RetryBudget struct {
 	ratio float64
 	floor float64 // minPerSecond·window-seconds: retries allowed with no request
@@ -103,11 +108,16 @@ type RetryBudget struct {
 	headEnd       atomic.Int64 // when the head bucket ends, in nanoseconds since origin
 	olderRequests atomic.Int64 // requests in buckets (head-requestBuckets, head)
 	olderRetries  atomic.Int64 // retries in buckets [head-retryBuckets, head)
-	_             [64]byte     // keeps cur, written on every call, off the read-mostly line above
-	cur           atomic.Uint64
-	_             [56]byte
-	refused       atomic.Int64
+	// stripes hold the leases of the current bucket (see retrybudget_lease.go):
+	// allowed retries are counted in cur a lease at a time, and granted one by
+	// one from the caller's stripe, so that goroutines that retry at once
+	// write different cache lines. Its length is a power of two.
+	stripes []budgetStripe
+	_       [64]byte // keeps cur, written on every request, off the read-mostly line above
+	cur     atomic.Uint64
+	_       [56]byte
 
+	// mu is held to move the window, and to take out or take back leases.
 	mu      sync.Mutex
 	history [2*retryBudgetBuckets + 1]budgetBucket // the older buckets, by index modulo its length
 }
@@ -116,12 +126,16 @@ type RetryBudget struct {
 // precision (a tenth of the window) against the cost of moving the window.
 const retryBudgetBuckets = 10
 
-// The layout of RetryBudget.cur: generation tag, requests, retries.
+// The layout of RetryBudget.cur: a flag set while stripes may hold leases,
+// the generation tag, requests, retries. The retries include the leases
+// handed out to stripes and not yet used.
 const (
 	budgetCountBits = 24
 	budgetCountMax  = 1<<budgetCountBits - 1
 	budgetTagShift  = 2 * budgetCountBits
+	budgetTagMask   = 1<<(63-budgetTagShift) - 1
 	budgetRequest   = 1 << budgetCountBits // one request, added to cur
+	budgetLeased    = 1 << 63              // some stripe may hold a lease of this bucket
 )
 
 // budgetConfig holds the options about retry budgets: the budget that Retry
@@ -205,6 +219,7 @@ func NewRetryBudget(ratio float64, minPerSecond float64, window time.Duration, o
 		retryBuckets:   int64(window / width),
 		metrics:        cfg.budget.metrics,
 	}
+	b.stripes = make([]budgetStripe, budgetStripeCount())
 	_, b.realClock = cfg.clock.(clock.RealClock)
 	if window%width != 0 {
 		b.retryBuckets++
@@ -296,36 +311,80 @@ func (b *RetryBudget) tryRetryAfter(offset, elapsed time.Duration) bool {
 	return b.tryRetryAt(d)
 }
 
-// tryRetryAt is TryRetry at d after the budget's origin on its clock.
+// tryRetryAt is TryRetry at d after the budget's origin on its clock. The
+// common case, a time within the head bucket and a lease in the caller's
+// stripe, writes only that stripe.
 func (b *RetryBudget) tryRetryAt(d time.Duration) bool {
+	st := b.stripe()
+	if int64(d) < b.headEnd.Load() && st.grant() {
+		if b.metrics != nil {
+			b.metrics.IncRetries()
+		}
+		return true
+	}
+	return b.tryRetrySlow(d, st)
+}
+
+// tryRetrySlow is tryRetryAt when the caller's stripe has no lease, or the
+// window must move first. A retry that fits with room to spare takes a
+// lease; one that fits tightly is counted in cur directly, as are refusals
+// while no stripe holds a lease, all without a lock. A refusal while leases
+// are out takes them back first (see decideLocked).
+func (b *RetryBudget) tryRetrySlow(d time.Duration, st *budgetStripe) bool {
 	k := b.bucketAt(d)
 	for {
 		w, olderRequests, olderRetries := b.view(k)
 		requests := olderRequests + int64(w>>budgetCountBits&budgetCountMax)
 		retries := olderRetries + int64(w&budgetCountMax)
-		if w&budgetCountMax == budgetCountMax || !b.fits(requests, retries+1) {
-			b.refused.Add(1)
-			if b.metrics != nil {
-				b.metrics.IncRefused()
-			}
+		fits := w&budgetCountMax != budgetCountMax && b.fits(requests, retries+1)
+		switch {
+		case !fits && w&budgetLeased == 0:
+			b.refuse(st)
 			return false
-		}
-		if b.cur.CompareAndSwap(w, w+1) {
+		case fits && b.leaseSize(w, requests, retries) < budgetLeaseMin:
+			if !b.cur.CompareAndSwap(w, w+1) {
+				continue
+			}
 			if b.metrics != nil {
 				b.metrics.IncRetries()
 			}
 			return true
 		}
+		b.mu.Lock()
+		allowed := b.decideLocked(st)
+		b.mu.Unlock()
+		if !allowed {
+			b.refuse(st)
+			return false
+		}
+		if b.metrics != nil {
+			b.metrics.IncRetries()
+		}
+		return true
+	}
+}
+
+// refuse counts a refusal.
+func (b *RetryBudget) refuse(st *budgetStripe) {
+	st.refused.Add(1)
+	if b.metrics != nil {
+		b.metrics.IncRefused()
 	}
 }
 
 // Snapshot returns the budget's counts as its next decision would see them.
 func (b *RetryBudget) Snapshot() RetryBudgetSnapshot {
-	w, olderRequests, olderRetries := b.view(b.bucketAt(b.sinceOrigin()))
+	b.view(b.bucketAt(b.sinceOrigin())) // moves the window to now
+	b.mu.Lock()
+	b.takeBackLeasesLocked()
+	w := b.cur.Load()
 	s := RetryBudgetSnapshot{
-		Requests: olderRequests + int64(w>>budgetCountBits&budgetCountMax),
-		Retries:  olderRetries + int64(w&budgetCountMax),
-		Refused:  b.refused.Load(),
+		Requests: b.olderRequests.Load() + int64(w>>budgetCountBits&budgetCountMax),
+		Retries:  b.olderRetries.Load() + int64(w&budgetCountMax),
+	}
+	b.mu.Unlock()
+	for i := range b.stripes {
+		s.Refused += b.stripes[i].refused.Load()
 	}
 	s.Balance = b.ratio*float64(s.Requests) + b.floor - float64(s.Retries)
 	return s
@@ -389,7 +448,7 @@ func (b *RetryBudget) view(k int64) (w uint64, olderRequests, olderRetries int64
 			continue
 		}
 		w = b.cur.Load()
-		if w>>budgetTagShift != (s>>1)&(1<<(64-budgetTagShift)-1) {
+		if w>>budgetTagShift&budgetTagMask != (s>>1)&budgetTagMask {
 			continue
 		}
 		return w, olderRequests, olderRetries
@@ -405,11 +464,12 @@ func (b *RetryBudget) advance(k int64) {
 		return
 	}
 	gen := b.seq.Add(1)/2 + 1
-	old := b.cur.Swap(gen << budgetTagShift)
+	unused := b.endLeases(gen)
+	old := b.cur.Swap(gen & budgetTagMask << budgetTagShift)
 	b.history[b.slot(h)] = budgetBucket{
 		index:    h,
 		requests: int64(old >> budgetCountBits & budgetCountMax),
-		retries:  int64(old & budgetCountMax),
+		retries:  int64(old&budgetCountMax) - unused,
 	}
 	var requests, retries int64
 	for j := k - b.retryBuckets; j < k; j++ {
@@ -445,6 +505,7 @@ func (b *RetryBudget) retryAllowedIn() (time.Duration, bool) {
 	b.view(b.bucketAt(d)) // moves the window to now
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.takeBackLeasesLocked()
 	// The window cannot move while mu is held, so cur is the head's.
 	h := b.head.Load()
 	w := b.cur.Load()
