@@ -148,9 +148,11 @@ func (q *Queue[T]) Add(item T) {
 	if q.shuttingDown {
 		return
 	}
-	if prio, _ := q.unwaitLocked(item); prio > 0 {
-		q.enqueueGeneralLocked(item, hash, q.joinTimeLocked(), prio)
-		return
+	if q.delays.waiting.Len() > 0 { // unwaitLocked, inlined by hand
+		if prio, _ := q.unwaitNowLocked(item); prio > 0 {
+			q.enqueueGeneralLocked(item, hash, q.joinTimeLocked(), prio)
+			return
+		}
 	}
 	q.enqueueLocked(item, hash, q.joinTimeLocked())
 }
@@ -162,13 +164,16 @@ func (q *Queue[T]) enqueueLocked(item T, hash uint64, at int64) {
 		q.enqueueGeneralLocked(item, hash, at, 0)
 		return
 	}
-	st, ref := q.states.Find(hash, item)
+	q.enqueuePlainLocked(item, hash, at)
+}
+
+// enqueuePlainLocked is enqueueLocked while no priority is in use.
+func (q *Queue[T]) enqueuePlainLocked(item T, hash uint64, at int64) {
+	st, ref := q.states.FindOrInsert(hash, item, queueDirty)
 	switch {
 	case st&queueDirty != 0:
 		return
-	case st == 0:
-		q.states.Insert(hash, item, queueDirty)
-	default:
+	case st != 0:
 		q.states.Set(ref, item, st|queueDirty)
 	}
 	if q.metrics != nil {
@@ -208,8 +213,14 @@ func (q *Queue[T]) joinTimeLocked() int64 {
 	if q.metrics == nil && q.prios.maxReadyWait == 0 {
 		return 0
 	}
-	return q.nowLocked()
+	return q.clockTimeLocked()
 }
+
+// clockTimeLocked is nowLocked, kept out of line so that joinTimeLocked,
+// called by every Add and Done, inlines.
+//
+//go:noinline
+func (q *Queue[T]) clockTimeLocked() int64 { return q.nowLocked() }
 
 // Len returns the number of queued items that are not being processed: the
 // number of items Get can hand out without blocking. Items that wait for a
@@ -272,7 +283,9 @@ func (q *Queue[T]) get(ctx context.Context) (item T, prio int, err error) {
 			}
 			return item, 0, context.Cause(ctx)
 		}
-		q.promoteDueLocked()
+		if q.delays.waiting.Len() > 0 { // promoteDueLocked, inlined by hand
+			q.promoteDueNowLocked()
+		}
 		if q.readyLenLocked() > 0 || q.shuttingDown {
 			break
 		}
@@ -336,7 +349,9 @@ func (q *Queue[T]) Done(item T) {
 	defer q.mu.Unlock()
 	// Items that became due before this Done are queued before the item it
 	// may queue again.
-	q.promoteDueLocked()
+	if q.delays.waiting.Len() > 0 { // promoteDueLocked, inlined by hand
+		q.promoteDueNowLocked()
+	}
 	st, ref := q.states.Find(hash, item)
 	if st&queueProcessing == 0 {
 		return
