@@ -304,10 +304,13 @@ func (q *Queue[T]) get(ctx context.Context) (item T, prio int, err error) {
 		return item, 0, ErrQueueShutDown
 	}
 	var e readyEntry[T]
-	if q.zero != nil && q.ready.OnlyZero() && q.prios.stale == 0 {
-		e = q.zero.Pop() // only priority 0 is queued, all current: the one FIFO
-	} else {
+	switch {
+	case q.zero == nil || q.prios.stale > 0 || q.prios.maxReadyWait > 0:
 		e, prio = q.popReadyLocked()
+	case q.ready.OnlyZero():
+		e = q.zero.Pop() // only priority 0 is queued, all current: the one FIFO
+	default:
+		e, prio = q.ready.PopPlain() // no fairness, every entry current
 	}
 	// With a backlog, item's state has left the caches: this is Get's one
 	// cache miss, under the lock. Prefetching the next item's state after
@@ -316,7 +319,7 @@ func (q *Queue[T]) get(ctx context.Context) (item T, prio int, err error) {
 	_, ref := q.states.Find(e.hash, e.item)
 	q.states.Set(ref, e.item, queueProcessing) // dirty is cleared: a new Add queues it again
 	if prio != 0 {
-		q.setPendingLocked(ref, e.item, 0) // the run it was pending for is this one
+		q.takePendingLocked(ref, e.item) // the run it was pending for is this one
 	}
 	if q.metrics != nil {
 		now := q.nowLocked()

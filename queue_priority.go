@@ -128,7 +128,7 @@ func (q *Queue[T]) enqueueGeneralLocked(item T, hash uint64, at int64, prio int)
 		q.metrics.IncAdds()
 	}
 	if prio != 0 {
-		q.setPendingLocked(ref, item, prio)
+		q.addPendingLocked(ref, item, prio) // not dirty: its aux byte is 0
 	}
 	if st&queueProcessing != 0 {
 		return // Done queues it

@@ -18,9 +18,12 @@ const maxEmptyLevels = 8
 // The zero value is an empty set without fairness. Levels is not safe for
 // concurrent use.
 type Levels[E any] struct {
-	zero    level[E]
-	others  []*level[E] // the non-zero levels, highest priority first
-	n       int         // values in others
+	zero   level[E]
+	others []*level[E] // the non-zero levels, highest priority first
+	// last is the non-zero level Push found last: adds come in runs of one
+	// priority, and a level object of priority p is always in others.
+	last    *level[E]
+	n       int // values in others
 	key     func(E) string
 	current func(E) bool // see SetCurrent; nil means every value is current
 	stale   int          // values marked stale and still held: current is asked only while some are
@@ -91,10 +94,15 @@ func (l *Levels[E]) Push(prio int, v E) {
 		l.zero.push(v, l)
 		return
 	}
+	lv := l.last
+	if lv == nil || lv.prio != prio {
+		lv = l.levelFor(prio)
+		l.last = lv
+	}
 	if l.key == nil {
-		l.levelFor(prio).plain.Push(v) // level.push without its calls
+		lv.plain.Push(v) // level.push without its calls
 	} else {
-		l.levelFor(prio).push(v, l)
+		lv.push(v, l)
 	}
 	l.n++
 }
@@ -135,6 +143,15 @@ func (l *Levels[E]) Pop() (E, int) {
 		}
 	}
 	panic("levels: no current value")
+}
+
+// PopPlain is Pop for a set without fairness, whose values are all
+// current: the owner's fast path, as Zero is.
+func (l *Levels[E]) PopPlain() (E, int) {
+	if l.n == 0 {
+		return l.zero.plain.Pop(), 0
+	}
+	return l.popPlain()
 }
 
 // popPlain is Pop without fairness, where every value is current and no
