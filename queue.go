@@ -148,9 +148,11 @@ func (q *Queue[T]) Add(item T) {
 	if q.shuttingDown {
 		return
 	}
-	if prio, _ := q.unwaitLocked(item); prio > 0 {
-		q.enqueueGeneralLocked(item, hash, q.joinTimeLocked(), prio)
-		return
+	if q.delays.waiting.Len() > 0 { // unwaitLocked, inlined by hand
+		if prio, _ := q.unwaitNowLocked(item); prio > 0 {
+			q.enqueueGeneralLocked(item, hash, q.joinTimeLocked(), prio)
+			return
+		}
 	}
 	q.enqueueLocked(item, hash, q.joinTimeLocked())
 }
@@ -162,13 +164,16 @@ func (q *Queue[T]) enqueueLocked(item T, hash uint64, at int64) {
 		q.enqueueGeneralLocked(item, hash, at, 0)
 		return
 	}
-	st, ref := q.states.Find(hash, item)
+	q.enqueuePlainLocked(item, hash, at)
+}
+
+// enqueuePlainLocked is enqueueLocked while no priority is in use.
+func (q *Queue[T]) enqueuePlainLocked(item T, hash uint64, at int64) {
+	st, ref := q.states.FindOrInsert(hash, item, queueDirty)
 	switch {
 	case st&queueDirty != 0:
 		return
-	case st == 0:
-		q.states.Insert(hash, item, queueDirty)
-	default:
+	case st != 0:
 		q.states.Set(ref, item, st|queueDirty)
 	}
 	if q.metrics != nil {
@@ -208,8 +213,14 @@ func (q *Queue[T]) joinTimeLocked() int64 {
 	if q.metrics == nil && q.prios.maxReadyWait == 0 {
 		return 0
 	}
-	return q.nowLocked()
+	return q.clockTimeLocked()
 }
+
+// clockTimeLocked is nowLocked, kept out of line so that joinTimeLocked,
+// called by every Add and Done, inlines.
+//
+//go:noinline
+func (q *Queue[T]) clockTimeLocked() int64 { return q.nowLocked() }
 
 // Len returns the number of queued items that are not being processed: the
 // number of items Get can hand out without blocking. Items that wait for a
@@ -272,7 +283,9 @@ func (q *Queue[T]) get(ctx context.Context) (item T, prio int, err error) {
 			}
 			return item, 0, context.Cause(ctx)
 		}
-		q.promoteDueLocked()
+		if q.delays.waiting.Len() > 0 { // promoteDueLocked, inlined by hand
+			q.promoteDueNowLocked()
+		}
 		if q.readyLenLocked() > 0 || q.shuttingDown {
 			break
 		}
@@ -291,10 +304,13 @@ func (q *Queue[T]) get(ctx context.Context) (item T, prio int, err error) {
 		return item, 0, ErrQueueShutDown
 	}
 	var e readyEntry[T]
-	if q.zero != nil && q.ready.OnlyZero() && q.prios.stale == 0 {
-		e = q.zero.Pop() // only priority 0 is queued, all current: the one FIFO
-	} else {
+	switch {
+	case q.zero == nil || q.prios.stale > 0 || q.prios.maxReadyWait > 0:
 		e, prio = q.popReadyLocked()
+	case q.ready.OnlyZero():
+		e = q.zero.Pop() // only priority 0 is queued, all current: the one FIFO
+	default:
+		e, prio = q.ready.PopPlain() // no fairness, every entry current
 	}
 	// With a backlog, item's state has left the caches: this is Get's one
 	// cache miss, under the lock. Prefetching the next item's state after
@@ -303,7 +319,7 @@ func (q *Queue[T]) get(ctx context.Context) (item T, prio int, err error) {
 	_, ref := q.states.Find(e.hash, e.item)
 	q.states.Set(ref, e.item, queueProcessing) // dirty is cleared: a new Add queues it again
 	if prio != 0 {
-		q.setPendingLocked(ref, e.item, 0) // the run it was pending for is this one
+		q.takePendingLocked(ref, e.item) // the run it was pending for is this one
 	}
 	if q.metrics != nil {
 		now := q.nowLocked()
@@ -336,7 +352,9 @@ func (q *Queue[T]) Done(item T) {
 	defer q.mu.Unlock()
 	// Items that became due before this Done are queued before the item it
 	// may queue again.
-	q.promoteDueLocked()
+	if q.delays.waiting.Len() > 0 { // promoteDueLocked, inlined by hand
+		q.promoteDueNowLocked()
+	}
 	st, ref := q.states.Find(hash, item)
 	if st&queueProcessing == 0 {
 		return

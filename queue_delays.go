@@ -52,7 +52,15 @@ func (d *delays[T]) init(c clock.WithDelayedExecution, fire func()) {
 // promoteDueLocked is promoteDueAtLocked at the clock's current time. It
 // reads the clock only if an item waits and the queue runs.
 func (q *Queue[T]) promoteDueLocked() {
-	if q.delays.waiting.Len() > 0 && !q.delays.frozen {
+	if q.delays.waiting.Len() > 0 {
+		q.promoteDueNowLocked()
+	}
+}
+
+// promoteDueNowLocked is promoteDueLocked once an item waits: out of line,
+// so that promoteDueLocked, called by every Get and Done, inlines.
+func (q *Queue[T]) promoteDueNowLocked() {
+	if !q.delays.frozen {
 		q.promoteDueAtLocked(q.nowLocked())
 	}
 }
@@ -80,11 +88,17 @@ func (q *Queue[T]) promoteDueAtLocked(now int64) {
 // priority the item waited with and whether it waited.
 func (q *Queue[T]) unwaitLocked(item T) (int, bool) {
 	if q.delays.waiting.Len() > 0 {
-		now := q.nowLocked()
-		q.promoteDueAtLocked(now)
-		return q.removeWaitingLocked(item, now)
+		return q.unwaitNowLocked(item)
 	}
 	return 0, false
+}
+
+// unwaitNowLocked is unwaitLocked while items wait: out of line, so that
+// unwaitLocked inlines.
+func (q *Queue[T]) unwaitNowLocked(item T) (int, bool) {
+	now := q.nowLocked()
+	q.promoteDueAtLocked(now)
+	return q.removeWaitingLocked(item, now)
 }
 
 // waitLocked makes item wait until at, or until its current ready time if

@@ -92,8 +92,8 @@ func (q *Queue[T]) setDepthLocked() {
 // already dirty keeps the higher of its two priorities, and one that is
 // queued and rises moves to the end of its new level.
 func (q *Queue[T]) enqueuePrioLocked(item T, hash uint64, at int64, prio int) {
-	if prio == 0 {
-		q.enqueueLocked(item, hash, at)
+	if prio == 0 && !q.prios.used() {
+		q.enqueuePlainLocked(item, hash, at)
 		return
 	}
 	q.enqueueGeneralLocked(item, hash, at, prio)
@@ -101,7 +101,7 @@ func (q *Queue[T]) enqueuePrioLocked(item T, hash uint64, at int64, prio int) {
 
 // enqueueGeneralLocked is enqueuePrioLocked once priorities are in use.
 func (q *Queue[T]) enqueueGeneralLocked(item T, hash uint64, at int64, prio int) {
-	st, ref := q.states.Find(hash, item)
+	st, ref := q.states.FindOrInsert(hash, item, queueDirty)
 	if st&queueDirty != 0 {
 		cur := q.pendingLocked(ref, item)
 		if prio <= cur {
@@ -121,16 +121,14 @@ func (q *Queue[T]) enqueueGeneralLocked(item T, hash uint64, at int64, prio int)
 		q.pushReadyLocked(item, hash, at, prio)
 		return
 	}
-	if st == 0 {
-		ref = q.states.Insert(hash, item, queueDirty)
-	} else {
+	if st != 0 {
 		q.states.Set(ref, item, st|queueDirty)
 	}
 	if q.metrics != nil {
 		q.metrics.IncAdds()
 	}
 	if prio != 0 {
-		q.setPendingLocked(ref, item, prio)
+		q.addPendingLocked(ref, item, prio) // not dirty: its aux byte is 0
 	}
 	if st&queueProcessing != 0 {
 		return // Done queues it
@@ -238,6 +236,10 @@ func (q *DelayingQueue[T]) AddWithOptions(o AddOptions, items ...T) {
 // DelayingQueue, and budget is nil without WithRetryBudget. A rate-limited
 // add asks the budget as AddRateLimited does (see requeueDelay).
 func (q *Queue[T]) addWithOptions(o AddOptions, limiter RateLimiter[T], budget *RetryBudget, items []T) {
+	if len(items) == 1 && o.After <= 0 && (!o.RateLimited || limiter == nil) {
+		q.addAt(items[0], o.Priority) // the common call: one item, now
+		return
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.shuttingDown {
@@ -273,6 +275,29 @@ func (q *Queue[T]) addWithOptions(o AddOptions, limiter RateLimiter[T], budget *
 			}
 		}
 		q.addAfterPrioLocked(item, d, now, o.Priority) // counts a retry, as AddAfter
+	}
+}
+
+// addAt is Add at priority prio: an item that waited keeps the higher of
+// prio and its waiting priority. Like Add, it takes the cache miss on the
+// item's state before the lock.
+func (q *Queue[T]) addAt(item T, prio int) {
+	hash := q.states.Hash(item)
+	_ = q.states.Prefetch(hash)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.shuttingDown {
+		return
+	}
+	if q.delays.waiting.Len() > 0 { // unwaitLocked, inlined by hand
+		if p, waited := q.unwaitNowLocked(item); waited {
+			prio = max(prio, p)
+		}
+	}
+	if prio == 0 && !q.prios.used() { // enqueuePrioLocked, inlined by hand
+		q.enqueuePlainLocked(item, hash, q.joinTimeLocked())
+	} else {
+		q.enqueueGeneralLocked(item, hash, q.joinTimeLocked(), prio)
 	}
 }
 

@@ -79,30 +79,62 @@ func (q *Queue[T]) pendingLocked(ref itemstate.Ref, item T) int {
 // setPendingLocked sets the priority of the pending run of item, which has
 // an entry at ref.
 func (q *Queue[T]) setPendingLocked(ref itemstate.Ref, item T, prio int) {
-	p := &q.prios
-	if p.pendingN > 0 {
-		switch id := q.states.Aux(ref, item); id {
-		case 0:
-		case overflowID:
-			delete(p.overflow, item)
-			p.pendingN--
-		default:
-			p.ids[id-1].refs--
-			p.pendingN--
+	if q.prios.pendingN > 0 {
+		if id := q.states.Aux(ref, item); id != 0 {
+			q.prios.release(item, id)
 		}
 	}
 	id := uint8(0)
 	if prio != 0 {
-		id = p.idFor(prio)
+		id = q.prios.idFor(prio)
 		if id == overflowID {
-			if p.overflow == nil {
-				p.overflow = make(map[T]int)
-			}
-			p.overflow[item] = prio
+			q.prios.setOverflow(item, prio)
 		}
-		p.pendingN++
+		q.prios.pendingN++
 	}
 	q.states.SetAux(ref, item, id)
+}
+
+// addPendingLocked is setPendingLocked for an item that is not dirty, whose
+// aux byte is therefore 0, and a priority prio that is not 0.
+func (q *Queue[T]) addPendingLocked(ref itemstate.Ref, item T, prio int) {
+	id := q.prios.idFor(prio)
+	if id == overflowID {
+		q.prios.setOverflow(item, prio)
+	}
+	q.prios.pendingN++
+	q.states.SetAux(ref, item, id)
+}
+
+// takePendingLocked is setPendingLocked(ref, item, 0), for Get: the item
+// is handed out for the run that was pending.
+func (q *Queue[T]) takePendingLocked(ref itemstate.Ref, item T) {
+	id := q.states.Aux(ref, item)
+	if id == 0 {
+		return
+	}
+	q.prios.release(item, id)
+	q.states.SetAux(ref, item, 0)
+}
+
+// release gives back the id of the pending priority of item, which is not
+// 0.
+func (p *priorities[T]) release(item T, id uint8) {
+	if id == overflowID {
+		delete(p.overflow, item)
+	} else {
+		p.ids[id-1].refs--
+	}
+	p.pendingN--
+}
+
+// setOverflow records prio as the pending priority of item, whose aux byte
+// is overflowID.
+func (p *priorities[T]) setOverflow(item T, prio int) {
+	if p.overflow == nil {
+		p.overflow = make(map[T]int)
+	}
+	p.overflow[item] = prio
 }
 
 // idFor returns the id of prio, which is not 0, counting one more

@@ -201,6 +201,47 @@ func (s *Table[T]) Insert(h uint64, item T, st State) Ref {
 	}
 }
 
+// FindOrInsert is Find, and Insert with state st (1 to MaxState) if item
+// has no entry: it returns item's state before the call (0 if it had no
+// entry, and now has st) and where it is. One probe instead of two, for an
+// owner that adds an item whether or not it knows it (a queue's Add).
+func (s *Table[T]) FindOrInsert(h uint64, item T, st State) (State, Ref) {
+	t := s.tab.Load()
+	if t == nil {
+		return 0, s.Insert(h, item, st)
+	}
+	tag := s.tagOf(h) * tagword.Lsbs
+	free := Ref(-1) // the first slot that is not full on the probe: Insert's
+	for i := h & t.mask; ; i = (i + 1) & t.mask {
+		b := &t.buckets[i]
+		ctrl := b.ctrl
+		for m := tagword.ZeroBytes(ctrl&tagBits ^ tag); m != 0; m &= m - 1 {
+			if j := tagword.SlotOf(m); b.items[j] == item {
+				return s.stateAt(ctrl, j), Ref(int(i)<<3 | j)
+			}
+		}
+		if free < 0 {
+			if f := ^ctrl & tagword.Msbs & tagword.SlotBytes; f != 0 {
+				free = Ref(int(i)<<3 | tagword.SlotOf(f))
+			}
+		}
+		if tagword.EmptySlots(ctrl) != 0 {
+			break
+		}
+	}
+	if (s.used+1)*tagword.MaxLoadDen > len(t.buckets)*tagword.Slots*tagword.MaxLoadNum {
+		return 0, s.Insert(h, item, st) // rebuilds first
+	}
+	b, j := &t.buckets[free>>3], int(free&7)
+	if b.ctrl>>(8*j)&0xff == tagword.Empty {
+		s.used++
+	}
+	b.items[j] = item
+	b.ctrl = tagword.WithSlotByte(b.ctrl, j, s.tagOf(h)|uint64(st)<<stateShift)
+	s.live++
+	return 0, free
+}
+
 // rebuild publishes storage with room for n entries at most half full,
 // holding every entry of the current one, and returns it.
 func (s *Table[T]) rebuild(n int) *store[T] {

@@ -128,7 +128,13 @@ func (r *modelRun) step(t *testing.T, step int, which, want byte) {
 	aux := want >> 2
 	switch w := want % (MaxState + 1); {
 	case st == 0 && w != 0:
-		ref = s.Insert(h, item, w)
+		if step%2 == 0 {
+			ref = s.Insert(h, item, w)
+		} else {
+			var old State
+			old, ref = s.FindOrInsert(h, item, w)
+			require.Zero(t, old, "FindOrInsert of item %d, which has no entry", item)
+		}
 		require.Zero(t, s.Aux(ref, item), "a new entry's aux byte")
 		s.SetAux(ref, item, aux)
 		r.model[item] = w
@@ -137,6 +143,9 @@ func (r *modelRun) step(t *testing.T, step int, which, want byte) {
 		delete(r.model, item)
 		aux = 0
 	case st != 0:
+		if old, at := s.FindOrInsert(h, item, w); old != st || at != ref {
+			t.Fatalf("step %d: FindOrInsert of item %d = %d at %v, want %d at %v (Find's)", step, item, old, at, st, ref)
+		}
 		s.Set(ref, item, w)
 		s.SetAux(ref, item, aux)
 		r.model[item] = w

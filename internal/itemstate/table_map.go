@@ -43,6 +43,15 @@ func (s *Table[T]) Insert(_ uint64, item T, st State) Ref {
 	return Ref{}
 }
 
+// FindOrInsert is Find, and Insert with state st if item has no entry; it
+// returns item's state before the call.
+func (s *Table[T]) FindOrInsert(_ uint64, item T, st State) (State, Ref) {
+	if old, ok := s.m[item]; ok {
+		return old, Ref{}
+	}
+	return 0, s.Insert(0, item, st)
+}
+
 // Aux returns item's aux byte: 0 until SetAux changes it.
 func (s *Table[T]) Aux(_ Ref, item T) uint8 {
 	if len(s.aux) == 0 {

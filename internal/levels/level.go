@@ -3,49 +3,43 @@ package levels
 import "github.com/retrykit/backoff/internal/fifo"
 
 // level is the FIFO of one priority. Without fairness, its values are in
-// plain; with fairness, each key has a FIFO of its own (a keyQueue) and
-// turns lists the keys that have current values, in the order in which they
-// are served.
+// plain; with fairness, each key has a FIFO of its own (a keyQueue), and the
+// keys that have current values are linked, first to last, in the order in
+// which they are served: a key joins the end when it gets its first current
+// value, leaves when it has none, and goes to the end when served.
 type level[E any] struct {
 	prio  int
 	plain fifo.Queue[E]
 
-	byKey map[string]*keyQueue[E]
-	turns fifo.Queue[turn[E]]
+	keys        keyIndex[E]
+	first, last *keyQueue[E] // the serving order, linked by prev and next
 	// arrivals lists every value in push order, as its key and its
 	// number there, when the oldest value is tracked (see
 	// Levels.TrackOldest): the first arrival not yet popped is the oldest
 	// value, and it is its key's first.
 	arrivals fifo.Queue[arrival[E]]
-	n        int // values in byKey, current and stale
-	idle     int // keys in byKey without values
+	n        int // values in the keys' queues, current and stale
+	idle     int // keys without values
 	spare    []*keyQueue[E]
 }
 
 // keyQueue is the FIFO of one key in a level with fairness: its first value
 // in head, the others in rest. A tenant usually has one ready item at a
 // time: its value then sits in the keyQueue itself, which the map lookup
-// or the turn has just loaded, and rest never allocates.
+// or the serving order has just loaded, and rest never allocates.
 type keyQueue[E any] struct {
 	key  string
-	head E // the first value, if n > 0
+	hash uint64 // key's hash in the level's keyIndex
+	head E      // the first value, if n > 0
 	rest fifo.Queue[E]
 	n    int // values: head and rest
-	live int // current values: the key has a valid turn while live > 0
-	// epoch tells the key's valid turn from turns it had before: it
-	// changes whenever live drops to 0.
-	epoch uint32
+	live int // current values: the key is in the serving order while live > 0
+	// prev and next link the keys in the serving order.
+	prev, next *keyQueue[E]
 	// pushed and popped count the values that went through q, for
 	// arrivals; they only grow, even when the keyQueue is reused for
 	// another key, so that an old arrival never looks unpopped.
 	pushed, popped uint64
-}
-
-// turn is a key's place in the serving order, valid while epoch is its
-// keyQueue's epoch.
-type turn[E any] struct {
-	kq    *keyQueue[E]
-	epoch uint32
 }
 
 // arrival is a value pushed to kq as its nth.
@@ -72,9 +66,10 @@ func (lv *level[E]) push(v E, l *Levels[E]) {
 		return
 	}
 	k := l.key(v)
-	kq := lv.byKey[k]
+	h := lv.keys.hash(k)
+	kq := lv.keys.find(h, k)
 	if kq == nil {
-		kq = lv.newKey(k)
+		kq = lv.newKey(k, h)
 	} else if kq.n == 0 {
 		lv.idle--
 	}
@@ -90,23 +85,47 @@ func (lv *level[E]) push(v E, l *Levels[E]) {
 	kq.pushed++
 	lv.n++
 	if kq.live++; kq.live == 1 {
-		lv.turns.Push(turn[E]{kq, kq.epoch})
+		lv.link(kq)
 	}
 }
 
-// newKey adds an empty FIFO for key k, reusing a spare one.
-func (lv *level[E]) newKey(k string) *keyQueue[E] {
-	if lv.byKey == nil {
-		lv.byKey = make(map[string]*keyQueue[E])
+// link appends kq, which is not in the serving order, to its end.
+func (lv *level[E]) link(kq *keyQueue[E]) {
+	kq.prev, kq.next = lv.last, nil
+	if lv.last == nil {
+		lv.first = kq
+	} else {
+		lv.last.next = kq
 	}
+	lv.last = kq
+}
+
+// unlink takes kq out of the serving order.
+func (lv *level[E]) unlink(kq *keyQueue[E]) {
+	if kq.prev == nil {
+		lv.first = kq.next
+	} else {
+		kq.prev.next = kq.next
+	}
+	if kq.next == nil {
+		lv.last = kq.prev
+	} else {
+		kq.next.prev = kq.prev
+	}
+	kq.prev, kq.next = nil, nil
+}
+
+// newKey adds an empty FIFO for key k, whose hash is h, reusing a spare
+// one.
+func (lv *level[E]) newKey(k string, h uint64) *keyQueue[E] {
 	var kq *keyQueue[E]
 	if n := len(lv.spare); n > 0 {
 		kq, lv.spare = lv.spare[n-1], lv.spare[:n-1]
 	} else {
 		kq = new(keyQueue[E])
 	}
-	kq.key = k
-	lv.byKey[k] = kq
+	kq.key, kq.hash = k, h
+	lv.keys.insert(kq)
 	return kq
 }
 
@@ -115,41 +134,41 @@ func (lv *level[E]) markStale(v E, l *Levels[E]) {
 	if l.key == nil {
 		return
 	}
-	kq := lv.byKey[l.key(v)]
+	k := l.key(v)
+	kq := lv.keys.find(lv.keys.hash(k), k)
+	if l.current != nil {
+		l.stale++
+	}
 	if kq.live--; kq.live == 0 {
-		kq.epoch++ // its turn is void
+		lv.unlink(kq) // its turn is void
 	}
 }
 
 // pop removes and returns the next value: without fairness the first; with
 // fairness the first of the key whose turn it is. A stale value is returned
 // without using up the key's turn, so that stale values cost no key its
-// place. ok is false if the level holds only stale values that no turn
-// reaches (see Levels.Clear).
+// place. ok is false if the level holds only stale values, of keys that
+// are out of the serving order (see Levels.Clear).
 func (lv *level[E]) pop(l *Levels[E]) (v E, ok bool) {
 	if l.key == nil {
 		return lv.plain.Pop(), true
 	}
-	for lv.turns.Len() > 0 {
-		t := lv.turns.Peek()
-		if t.epoch != t.kq.epoch {
-			lv.turns.Pop()
-			continue
-		}
-		kq := t.kq
-		v = lv.popKey(kq)
-		if l.current != nil && !l.current(v) {
-			return v, true
-		}
-		lv.turns.Pop()
-		if kq.live--; kq.live > 0 {
-			lv.turns.Push(turn[E]{kq, kq.epoch})
-		} else {
-			kq.epoch++
-		}
+	kq := lv.first
+	if kq == nil {
+		return v, false
+	}
+	v = lv.popKey(kq)
+	if l.stale > 0 && !l.current(v) {
+		l.stale--
 		return v, true
 	}
-	return v, false
+	if kq.live--; kq.live == 0 {
+		lv.unlink(kq)
+	} else if kq != lv.last {
+		lv.unlink(kq) // to the end of the order: its turn is used up
+		lv.link(kq)
+	}
+	return v, true
 }
 
 // popOldest removes and returns the value that was pushed first.
@@ -161,10 +180,10 @@ func (lv *level[E]) popOldest(l *Levels[E]) E {
 	kq := lv.oldestKey()
 	lv.arrivals.Pop()
 	v := lv.popKey(kq)
-	if l.current == nil || l.current(v) {
-		if kq.live--; kq.live == 0 {
-			kq.epoch++
-		}
+	if l.stale > 0 && !l.current(v) {
+		l.stale--
+	} else if kq.live--; kq.live == 0 {
+		lv.unlink(kq)
 	}
 	return v
 }
@@ -194,7 +213,7 @@ func (lv *level[E]) popKey(kq *keyQueue[E]) E {
 	lv.n--
 	if kq.n == 0 {
 		lv.idle++
-		if lv.idle > maxIdleKeys && lv.idle > len(lv.byKey)-lv.idle {
+		if lv.idle > maxIdleKeys && lv.idle > lv.keys.n-lv.idle {
 			lv.dropIdle()
 		}
 	}
@@ -204,17 +223,18 @@ func (lv *level[E]) popKey(kq *keyQueue[E]) E {
 // dropIdle deletes the keys without values, keeping a few for reuse: a
 // level that has seen many keys does not keep one for each, while keys
 // that come back often keep their FIFO. Each call frees at least half of
-// byKey, which pays for the scan.
+// the keys, which pays for the scan.
 func (lv *level[E]) dropIdle() {
-	for k, kq := range lv.byKey {
-		if kq.n == 0 {
-			delete(lv.byKey, k)
-			kq.epoch++ // any turn it has left is void
-			if len(lv.spare) < maxSpareKeys {
-				lv.spare = append(lv.spare, kq)
-			}
+	lv.keys.deleteIf(func(kq *keyQueue[E]) bool {
+		if kq.n > 0 {
+			return false
 		}
-	}
+		// n == 0, so live == 0: kq is out of the serving order.
+		if len(lv.spare) < maxSpareKeys {
+			lv.spare = append(lv.spare, kq)
+		}
+		return true
+	})
 	lv.idle = 0
 }
 
@@ -227,14 +247,10 @@ func (lv *level[E]) peek(l *Levels[E]) (v E, ok bool) {
 	if l.oldest {
 		return lv.oldestKey().head, true
 	}
-	for lv.turns.Len() > 0 {
-		t := lv.turns.Peek()
-		if t.epoch == t.kq.epoch {
-			return t.kq.head, true
-		}
-		lv.turns.Pop()
+	if lv.first == nil {
+		return v, false
 	}
-	return v, false
+	return lv.first.head, true
 }
 
 // clear removes every value, calling f with each.
@@ -245,28 +261,21 @@ func (lv *level[E]) clear(f func(E)) {
 	if lv.n == 0 {
 		return
 	}
-	for _, kq := range lv.byKey {
+	lv.keys.each(func(kq *keyQueue[E]) {
 		for kq.n > 0 {
 			f(lv.popKey(kq))
 		}
-		if kq.live > 0 {
-			kq.live = 0
-			kq.epoch++
-		}
-	}
-	for lv.turns.Len() > 0 {
-		lv.turns.Pop()
-	}
+		kq.live, kq.prev, kq.next = 0, nil, nil
+	})
+	lv.first, lv.last = nil, nil
 	for lv.arrivals.Len() > 0 {
 		lv.arrivals.Pop()
 	}
 }
 
 func (lv *level[E]) cap() int {
-	n := lv.plain.Cap() + lv.turns.Cap() + lv.arrivals.Cap()
-	for _, kq := range lv.byKey {
-		n += 1 + kq.rest.Cap()
-	}
+	n := lv.plain.Cap() + lv.arrivals.Cap()
+	lv.keys.each(func(kq *keyQueue[E]) { n += 1 + kq.rest.Cap() })
 	for _, kq := range lv.spare {
 		n += 1 + kq.rest.Cap()
 	}

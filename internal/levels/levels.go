@@ -18,11 +18,15 @@ const maxEmptyLevels = 8
 // The zero value is an empty set without fairness. Levels is not safe for
 // concurrent use.
 type Levels[E any] struct {
-	zero    level[E]
-	others  []*level[E] // the non-zero levels, highest priority first
-	n       int         // values in others
+	zero   level[E]
+	others []*level[E] // the non-zero levels, highest priority first
+	// last is the non-zero level Push found last: adds come in runs of one
+	// priority, and a level object of priority p is always in others.
+	last    *level[E]
+	n       int // values in others
 	key     func(E) string
 	current func(E) bool // see SetCurrent; nil means every value is current
+	stale   int          // values marked stale and still held: current is asked only while some are
 	oldest  bool         // see TrackOldest
 }
 
@@ -54,7 +58,8 @@ func (l *Levels[E]) SetCurrent(current func(E) bool) { l.current = current }
 func (l *Levels[E]) TrackOldest() { l.oldest = true }
 
 // MarkStale records that v, pushed at priority prio and still in l, is no
-// longer current (see SetCurrent). It does nothing without fairness.
+// longer current (see SetCurrent); it is called once for each value that
+// goes stale. It does nothing without fairness.
 func (l *Levels[E]) MarkStale(prio int, v E) {
 	if l.key == nil {
 		return
@@ -89,7 +94,16 @@ func (l *Levels[E]) Push(prio int, v E) {
 		l.zero.push(v, l)
 		return
 	}
-	l.levelFor(prio).push(v, l)
+	lv := l.last
+	if lv == nil || lv.prio != prio {
+		lv = l.levelFor(prio)
+		l.last = lv
+	}
+	if l.key == nil {
+		lv.plain.Push(v) // level.push without its calls
+	} else {
+		lv.push(v, l)
+	}
 	l.n++
 }
 
@@ -102,6 +116,9 @@ func (l *Levels[E]) Pop() (E, int) {
 			return v, 0
 		}
 		panic("levels: no current value")
+	}
+	if l.key == nil {
+		return l.popPlain()
 	}
 	zeroTried := false
 	for _, lv := range l.others {
@@ -126,6 +143,30 @@ func (l *Levels[E]) Pop() (E, int) {
 		}
 	}
 	panic("levels: no current value")
+}
+
+// PopPlain is Pop for a set without fairness, whose values are all
+// current: the owner's fast path, as Zero is.
+func (l *Levels[E]) PopPlain() (E, int) {
+	if l.n == 0 {
+		return l.zero.plain.Pop(), 0
+	}
+	return l.popPlain()
+}
+
+// popPlain is Pop without fairness, where every value is current and no
+// level calls are needed, while some non-zero level holds a value.
+func (l *Levels[E]) popPlain() (E, int) {
+	for _, lv := range l.others {
+		if lv.prio < 0 && l.zero.plain.Len() > 0 {
+			return l.zero.plain.Pop(), 0
+		}
+		if lv.plain.Len() > 0 {
+			l.n--
+			return lv.plain.Pop(), lv.prio
+		}
+	}
+	return l.zero.plain.Pop(), 0
 }
 
 // PopOldest removes and returns the value of the level of priority prio,
@@ -172,7 +213,7 @@ func (l *Levels[E]) Clear(f func(E)) {
 	for _, lv := range l.others {
 		lv.clear(f)
 	}
-	l.n = 0
+	l.n, l.stale = 0, 0
 }
 
 // Priorities reports, for every non-empty level, its priority and its

@@ -102,18 +102,18 @@ func TestLevelsZeroOnlyWithoutFairness(t *testing.T) {
 	}
 }
 
-// TestLevelsCapCountsKeysAndTurns: with fairness, a level's memory is its
-// keys' queues and the FIFO of turns: a key's first value is held in its
-// queue itself (1), the turns in a chunk of 16, and a key's second value
-// takes a chunk of 16 of its own.
-func TestLevelsCapCountsKeysAndTurns(t *testing.T) {
+// TestLevelsCapCountsKeys: with fairness, a level's memory is its keys'
+// queues: a key's first value is held in its queue itself (1), and its
+// second value takes a chunk of 16; the serving order is linked through the
+// keys' queues and takes no memory of its own.
+func TestLevelsCapCountsKeys(t *testing.T) {
 	l := levels.New(func(v string) string { return v[:1] })
 	l.Push(1, "a1")
-	if got := l.Cap(); got != 1+16 {
-		t.Fatalf("Cap = %d, want 17: key a's own slot and a chunk for the turns", got)
+	if got := l.Cap(); got != 1 {
+		t.Fatalf("Cap = %d, want 1: key a's own slot", got)
 	}
 	l.Push(1, "a2")
-	if got := l.Cap(); got != 1+16+16 {
-		t.Fatalf("Cap = %d, want 33: key a's second value takes a chunk", got)
+	if got := l.Cap(); got != 1+16 {
+		t.Fatalf("Cap = %d, want 17: key a's second value takes a chunk", got)
 	}
 }
