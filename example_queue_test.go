@@ -110,7 +110,10 @@ func ExampleRunWorkers() {
 		q.Add(item)
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
+	// The real-time bound only keeps the example from hanging if "stop"
+	// never reaches the worker; "stop" ends it at once.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	backoff.RunWorkers(ctx, q, 1, func(ctx context.Context, item string) (backoff.Result, error) {
 		switch item {
 		case "default/flaky":
@@ -184,8 +187,10 @@ func ExampleWithMetrics() {
 	q := backoff.NewQueue[string](backoff.WithClock(clock), backoff.WithMetrics(printMetrics{}))
 	q.Add("a")
 	clock.Step(250 * time.Millisecond)
-	item, _ := q.Get()
-	q.Done(item)
+	for q.Len() > 0 { // Len first: Get would block if nothing were queued
+		item, _ := q.Get()
+		q.Done(item)
+	}
 	// Output:
 	// depth 1
 	// depth 0

@@ -4,11 +4,15 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/retrykit/backoff/internal/fifo"
 	"github.com/retrykit/backoff/internal/itemstate"
 )
 
+// TestQueueGivesMemoryBack checks that a queue's memory follows a burst
+// down. Each Get comes after a Len that says an item is ready, so that a
+// queue that loses an Add fails here at once instead of blocking in Get.
 func TestQueueGivesMemoryBack(t *testing.T) {
 	q := NewQueue[int]()
 	for i := 0; i < 100_000; i++ {
@@ -24,11 +28,15 @@ func TestQueueGivesMemoryBack(t *testing.T) {
 	assert.LessOrEqual(t, q.ready.Cap(), 2*fifo.MaxChunk, "the FIFO is down to one chunk and at most one spare")
 
 	q.Add(1)
+	require.Equal(t, 1, q.Len(), "Add(1) queues 1")
 	item, _ := q.Get()
 	q.Done(item)
 	assert.LessOrEqual(t, q.states.Slots(), itemstate.KeepSize, "the table of the burst was dropped")
 	assert.Zero(t, testing.AllocsPerRun(10, func() {
 		q.Add(2)
+		if q.Len() != 1 {
+			t.Fatalf("Add(2) left %d items queued, want 1", q.Len())
+		}
 		item, _ := q.Get()
 		q.Done(item)
 	}), "a small queue keeps its table: no allocation per cycle")
