@@ -150,9 +150,9 @@ func ExampleNewRateLimitingQueue() {
 	q.Add("default/cluster")
 	// Get blocks until an item is ready; Len says whether one is, so this
 	// loop never waits for a time that the fake clock will not reach.
-	for q.Len() > 0 {
+	for attempt := 1; q.Len() > 0; attempt++ {
 		item, _ := q.Get()
-		if q.NumRequeues(item) == 4 {
+		if attempt == 5 {
 			q.Forget(item) // the reconcile succeeded
 			q.Done(item)
 			fmt.Println("after success:", q.NumRequeues(item), "requeues")
