@@ -27,7 +27,10 @@ func ExampleNewDelayingQueue() {
 
 	for range 4 {
 		for q.Len() > 0 {
-			item, _ := q.Get()
+			item, shutdown := q.Get()
+			if shutdown {
+				break
+			}
 			fmt.Printf("t=%v %s\n", clock.Since(time.Date(2024, time.March, 1, 12, 0, 0, 0, time.UTC)), item)
 			q.Done(item)
 		}
@@ -151,7 +154,10 @@ func ExampleNewRateLimitingQueue() {
 	// Get blocks until an item is ready; Len says whether one is, so this
 	// loop never waits for a time that the fake clock will not reach.
 	for attempt := 1; q.Len() > 0; attempt++ {
-		item, _ := q.Get()
+		item, shutdown := q.Get()
+		if shutdown {
+			break
+		}
 		if attempt == 5 {
 			q.Forget(item) // the reconcile succeeded
 			q.Done(item)
@@ -188,7 +194,10 @@ func ExampleWithMetrics() {
 	q.Add("a")
 	clock.Step(250 * time.Millisecond)
 	for q.Len() > 0 { // Len first: Get would block if nothing were queued
-		item, _ := q.Get()
+		item, shutdown := q.Get()
+		if shutdown {
+			break
+		}
 		q.Done(item)
 	}
 	// Output:

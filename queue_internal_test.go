@@ -21,7 +21,8 @@ func TestQueueGivesMemoryBack(t *testing.T) {
 	assert.Equal(t, 100_000, q.states.Len())
 	assert.GreaterOrEqual(t, q.states.Slots(), 100_000)
 	for q.Len() > 0 {
-		item, _ := q.Get()
+		item, shutdown := q.Get()
+		require.False(t, shutdown, "Get of a running queue with items queued")
 		q.Done(item)
 	}
 	assert.Zero(t, q.states.Len())
