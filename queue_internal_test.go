@@ -11,8 +11,10 @@ import (
 )
 
 // TestQueueGivesMemoryBack checks that a queue's memory follows a burst
-// down. Each Get comes after a Len that says an item is ready, so that a
-// queue that loses an Add fails here at once instead of blocking in Get.
+// down. Each Get comes after a Len that says an item is ready, and the
+// drain makes as many Gets as there were Adds, so that a queue that loses an
+// Add, or a Get that takes nothing, fails here at once instead of blocking or
+// looping.
 func TestQueueGivesMemoryBack(t *testing.T) {
 	q := NewQueue[int]()
 	for i := 0; i < 100_000; i++ {
@@ -20,11 +22,13 @@ func TestQueueGivesMemoryBack(t *testing.T) {
 	}
 	assert.Equal(t, 100_000, q.states.Len())
 	assert.GreaterOrEqual(t, q.states.Slots(), 100_000)
-	for q.Len() > 0 {
+	require.Equal(t, 100_000, q.Len())
+	for range 100_000 {
 		item, shutdown := q.Get()
 		require.False(t, shutdown, "Get of a running queue with items queued")
 		q.Done(item)
 	}
+	assert.Zero(t, q.Len())
 	assert.Zero(t, q.states.Len())
 	assert.LessOrEqual(t, q.ready.Cap(), 2*fifo.MaxChunk, "the FIFO is down to one chunk and at most one spare")
 
