@@ -234,3 +234,25 @@ func TestWaitHeapGivesMemoryBack(t *testing.T) {
 	}
 	checkWaitHeap(t, &h)
 }
+
+// TestWaitHeapChunks: a small heap's one chunk grows by append (a heap of
+// one item does not take a full chunk), and a chunk emptied at the end is
+// kept as the spare, so that a heap that goes back and forth across a chunk
+// boundary allocates nothing.
+func TestWaitHeapChunks(t *testing.T) {
+	var h Heap[int]
+	h.push(0, 0)
+	assert.Less(t, cap(h.chunks[0]), chunkLen, "one item does not take a full chunk")
+	for i := 1; i <= chunkLen; i++ {
+		h.push(i, int64(i))
+	}
+	require.Len(t, h.chunks, 2)
+	require.True(t, h.Remove(chunkLen)) // the one entry of the second chunk
+	assert.Len(t, h.chunks, 1)
+	assert.NotNil(t, h.spare, "the emptied chunk is kept as the spare")
+	assert.Zero(t, testing.AllocsPerRun(100, func() {
+		h.push(chunkLen, chunkLen)
+		h.Remove(chunkLen)
+	}), "crossing the chunk boundary reuses the spare")
+	checkWaitHeap(t, &h)
+}
