@@ -256,3 +256,29 @@ func TestWaitHeapChunks(t *testing.T) {
 	}), "crossing the chunk boundary reuses the spare")
 	checkWaitHeap(t, &h)
 }
+
+// TestWaitHeapDeepRemovals: removals at random positions of a heap several
+// levels deep, where an entry moved into the hole sinks through more than
+// one level; the heap property must hold after each, and the pops must come
+// out in order. (The reference test's heap is three levels deep.)
+func TestWaitHeapDeepRemovals(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	var h Heap[int]
+	const n = 20_000
+	for i := range n {
+		h.push(i, int64(rng.IntN(1_000_000)))
+	}
+	for i := 0; i < n/2; i++ {
+		h.Remove(rng.IntN(n))
+		if i%97 == 0 {
+			checkWaitHeap(t, &h)
+		}
+	}
+	checkWaitHeap(t, &h)
+	prev := int64(-1)
+	for h.Len() > 0 {
+		e := h.PopMin()
+		require.GreaterOrEqual(t, e.At, prev, "pops in ready-time order")
+		prev = e.At
+	}
+}
