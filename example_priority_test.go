@@ -24,7 +24,10 @@ func ExampleRateLimitingQueue_AddWithOptions() {
 	clock.Step(time.Second)
 
 	for q.Len() > 0 {
-		item, priority, _ := q.GetWithPriority()
+		item, priority, shutdown := q.GetWithPriority()
+		if shutdown {
+			break
+		}
 		fmt.Println(priority, item)
 		q.Done(item)
 	}
@@ -46,7 +49,10 @@ func ExampleWithFairness() {
 		q.Add(key)
 	}
 	for q.Len() > 0 {
-		item, _ := q.Get()
+		item, shutdown := q.Get()
+		if shutdown {
+			break
+		}
 		fmt.Println(item)
 		q.Done(item)
 	}

@@ -27,7 +27,10 @@ func ExampleNewDelayingQueue() {
 
 	for range 4 {
 		for q.Len() > 0 {
-			item, _ := q.Get()
+			item, shutdown := q.Get()
+			if shutdown {
+				break
+			}
 			fmt.Printf("t=%v %s\n", clock.Since(time.Date(2024, time.March, 1, 12, 0, 0, 0, time.UTC)), item)
 			q.Done(item)
 		}
@@ -110,7 +113,10 @@ func ExampleRunWorkers() {
 		q.Add(item)
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
+	// The real-time bound only keeps the example from hanging if "stop"
+	// never reaches the worker; "stop" ends it at once.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	backoff.RunWorkers(ctx, q, 1, func(ctx context.Context, item string) (backoff.Result, error) {
 		switch item {
 		case "default/flaky":
@@ -147,9 +153,12 @@ func ExampleNewRateLimitingQueue() {
 	q.Add("default/cluster")
 	// Get blocks until an item is ready; Len says whether one is, so this
 	// loop never waits for a time that the fake clock will not reach.
-	for q.Len() > 0 {
-		item, _ := q.Get()
-		if q.NumRequeues(item) == 4 {
+	for attempt := 1; q.Len() > 0; attempt++ {
+		item, shutdown := q.Get()
+		if shutdown {
+			break
+		}
+		if attempt == 5 {
 			q.Forget(item) // the reconcile succeeded
 			q.Done(item)
 			fmt.Println("after success:", q.NumRequeues(item), "requeues")
@@ -184,8 +193,13 @@ func ExampleWithMetrics() {
 	q := backoff.NewQueue[string](backoff.WithClock(clock), backoff.WithMetrics(printMetrics{}))
 	q.Add("a")
 	clock.Step(250 * time.Millisecond)
-	item, _ := q.Get()
-	q.Done(item)
+	for q.Len() > 0 { // Len first: Get would block if nothing were queued
+		item, shutdown := q.Get()
+		if shutdown {
+			break
+		}
+		q.Done(item)
+	}
 	// Output:
 	// depth 1
 	// depth 0

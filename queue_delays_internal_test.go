@@ -11,6 +11,30 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 )
 
+// getReadyItem takes the item that Len says is ready. Get runs on a
+// goroutine with a real-time deadline (the external tests' waitFor, which
+// this package cannot import), so that a Get that blocks although Len said
+// an item is ready fails the test in seconds instead of hanging it.
+func getReadyItem[T comparable](t *testing.T, q interface {
+	Get() (T, bool)
+	ShutDown()
+}) T {
+	t.Helper()
+	ch := make(chan T, 1)
+	go func() {
+		it, _ := q.Get()
+		ch <- it
+	}()
+	select {
+	case it := <-ch:
+		return it
+	case <-time.After(5 * time.Second):
+		q.ShutDown() // releases the Get
+		t.Fatal("Get blocked for 5 s (real time) although Len said an item was ready")
+		panic("unreachable")
+	}
+}
+
 func TestQueueTimerInvariant(t *testing.T) {
 	fc := testingclock.NewFakeClock(time.Unix(0, 0))
 	q := NewDelayingQueue[int](WithClock(fc))
@@ -26,7 +50,7 @@ func TestQueueTimerInvariant(t *testing.T) {
 			fc.Step(time.Duration(rng.IntN(30)) * time.Millisecond)
 		case 4:
 			if q.Len() > 0 {
-				it, _ := q.Get()
+				it := getReadyItem[int](t, q)
 				q.Done(it)
 			}
 		case 5:

@@ -1,6 +1,7 @@
 package backoff
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -139,4 +140,18 @@ func TestRateLimiterSteadyStateAllocations(t *testing.T) {
 	fs := NewItemFastSlowRateLimiter[int](time.Millisecond, time.Second, 2)
 	allocs = testing.AllocsPerRun(1000, func() { d += fs.When(n % 10); n++ })
 	assert.Zero(t, allocs)
+}
+
+// TestFailureCountsSaturate: an item's failure count stops at math.MaxInt
+// instead of wrapping to a negative count. (Reaching it takes 2^63 failures;
+// the test sets the count next to it.)
+func TestFailureCountsSaturate(t *testing.T) {
+	var s failureCounts[int]
+	s.init(0)
+	s.record(1)
+	s.entries[s.slots[1]].count = math.MaxInt - 1
+	assert.Equal(t, math.MaxInt-1, s.record(1), "the count before the failure")
+	assert.Equal(t, math.MaxInt, s.count(1), "the last failure that counts")
+	assert.Equal(t, math.MaxInt, s.record(1))
+	assert.Equal(t, math.MaxInt, s.count(1), "a failure beyond math.MaxInt does not wrap the count")
 }

@@ -1,6 +1,7 @@
 package backoff_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -121,4 +122,50 @@ func TestRateLimitingQueueSeed003Series(t *testing.T) {
 		fc.Step(1)
 		require.Equal(t, 1, q.Len(), "failure %d", n+1)
 	}
+}
+
+// TestRateLimitingQueueGetsCountBudgetRequests: with WithRetryBudget, each
+// of the four Get forms counts one request per item it hands out, and none
+// when it hands out nothing (an ended context, a shut-down queue).
+func TestRateLimitingQueueGetsCountBudgetRequests(t *testing.T) {
+	fc := newQueueClock()
+	b := backoff.NewRetryBudget(1, 0, 10*time.Second, backoff.WithClock(fc))
+	q := backoff.NewRateLimitingQueue[string](
+		backoff.NewItemExponentialFailureRateLimiter[string](time.Millisecond, time.Minute),
+		backoff.WithClock(fc), backoff.WithRetryBudget(b))
+	for _, item := range []string{"a", "b", "c", "d"} {
+		q.Add(item)
+	}
+	require.Equal(t, 4, q.Len())
+	requests := func() int64 { return b.Snapshot().Requests }
+
+	item, shutdown := q.Get()
+	require.False(t, shutdown)
+	q.Done(item)
+	assert.Equal(t, int64(1), requests(), "Get")
+	item, err := q.GetContext(context.Background())
+	require.NoError(t, err)
+	q.Done(item)
+	assert.Equal(t, int64(2), requests(), "GetContext")
+	item, _, shutdown = q.GetWithPriority()
+	require.False(t, shutdown)
+	q.Done(item)
+	assert.Equal(t, int64(3), requests(), "GetWithPriority")
+	item, _, err = q.GetContextWithPriority(context.Background())
+	require.NoError(t, err)
+	q.Done(item)
+	assert.Equal(t, int64(4), requests(), "GetContextWithPriority")
+
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = q.GetContext(ended)
+	require.ErrorIs(t, err, context.Canceled)
+	_, _, err = q.GetContextWithPriority(ended)
+	require.ErrorIs(t, err, context.Canceled)
+	q.ShutDown()
+	_, shutdown = q.Get()
+	require.True(t, shutdown)
+	_, _, shutdown = q.GetWithPriority()
+	require.True(t, shutdown)
+	assert.Equal(t, int64(4), requests(), "no request for a Get that hands out nothing")
 }

@@ -26,6 +26,9 @@ func TestScheduleStep(t *testing.T) {
 	}{
 		{"cap ends the steps", backoff.Schedule{Duration: s, Factor: 2, Steps: 3, Cap: 3 * s},
 			[]time.Duration{s, 2 * s, 3 * s, 3 * s}, []int{2, 0, 0, 0}},
+		{"reaching the cap exactly does not end the steps (only going above it does)",
+			backoff.Schedule{Duration: s, Factor: 2, Steps: 3, Cap: 2 * s},
+			[]time.Duration{s, 2 * s, 2 * s, 2 * s}, []int{2, 0, 0, 0}},
 		{"steps run out", backoff.Schedule{Duration: s, Factor: 2, Steps: 2},
 			[]time.Duration{s, 2 * s, 4 * s, 4 * s}, []int{1, 0, 0, 0}},
 		{"zero value", backoff.Schedule{}, []time.Duration{0, 0}, []int{0, 0}},

@@ -234,3 +234,51 @@ func TestWaitHeapGivesMemoryBack(t *testing.T) {
 	}
 	checkWaitHeap(t, &h)
 }
+
+// TestWaitHeapChunks: a small heap's one chunk grows by append (a heap of
+// one item does not take a full chunk), and a chunk emptied at the end is
+// kept as the spare, so that a heap that goes back and forth across a chunk
+// boundary allocates nothing.
+func TestWaitHeapChunks(t *testing.T) {
+	var h Heap[int]
+	h.push(0, 0)
+	assert.Less(t, cap(h.chunks[0]), chunkLen, "one item does not take a full chunk")
+	for i := 1; i <= chunkLen; i++ {
+		h.push(i, int64(i))
+	}
+	require.Len(t, h.chunks, 2)
+	require.True(t, h.Remove(chunkLen)) // the one entry of the second chunk
+	assert.Len(t, h.chunks, 1)
+	assert.NotNil(t, h.spare, "the emptied chunk is kept as the spare")
+	assert.Zero(t, testing.AllocsPerRun(100, func() {
+		h.push(chunkLen, chunkLen)
+		h.Remove(chunkLen)
+	}), "crossing the chunk boundary reuses the spare")
+	checkWaitHeap(t, &h)
+}
+
+// TestWaitHeapDeepRemovals: removals at random positions of a heap several
+// levels deep, where an entry moved into the hole sinks through more than
+// one level; the heap property must hold after each, and the pops must come
+// out in order. (The reference test's heap is three levels deep.)
+func TestWaitHeapDeepRemovals(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	var h Heap[int]
+	const n = 20_000
+	for i := range n {
+		h.push(i, int64(rng.IntN(1_000_000)))
+	}
+	for i := 0; i < n/2; i++ {
+		h.Remove(rng.IntN(n))
+		if i%97 == 0 {
+			checkWaitHeap(t, &h)
+		}
+	}
+	checkWaitHeap(t, &h)
+	prev := int64(-1)
+	for h.Len() > 0 {
+		e := h.PopMin()
+		require.GreaterOrEqual(t, e.At, prev, "pops in ready-time order")
+		prev = e.At
+	}
+}

@@ -35,6 +35,20 @@ func TestHeapAPI(t *testing.T) {
 	assert.Zero(t, h.Len())
 }
 
+// TestHeapContainsAndRemoveTheEarliest: the earliest item sits at heap
+// position 0, which Contains and Remove must count as a position.
+func TestHeapContainsAndRemoveTheEarliest(t *testing.T) {
+	var h waitheap.Heap[string]
+	h.PushOrLower("early", 10)
+	h.PushOrLower("late", 20)
+	assert.True(t, h.Contains("early"), "the earliest item waits")
+	assert.True(t, h.Remove("early"), "Remove of the earliest item")
+	assert.False(t, h.Contains("early"))
+	assert.Equal(t, 1, h.Len())
+	assert.Equal(t, int64(20), h.MinAt())
+	assert.Equal(t, "late", h.PopMin().Item)
+}
+
 // BenchmarkPushOrLowerPopMin keeps 10,000 items waiting, and makes one more
 // wait and takes the earliest out.
 func BenchmarkPushOrLowerPopMin(b *testing.B) {
