@@ -84,6 +84,21 @@ func TestKeyedLimiterMaxKeysSharded(t *testing.T) {
 	assert.GreaterOrEqual(t, admitted, maxKeys, "refilled keys make room")
 }
 
+// TestKeyedLimiterMaxKeysShardedUneven: a bound that is not a multiple of
+// the 16 shards is split with the remainder spread over the first shards, so
+// that the limiter still holds exactly that many keys once every shard is at
+// its share, not the multiple of 16 below it.
+func TestKeyedLimiterMaxKeysShardedUneven(t *testing.T) {
+	clk := clocktesting.NewFakeClock(epoch)
+	const maxKeys = 4096 + 7
+	k := backoff.NewKeyedLimiter[int](1, 1, backoff.WithClock(clk), backoff.WithMaxKeys(maxKeys))
+	for i := range 20_000 {
+		k.Allow(i)
+		require.LessOrEqual(t, k.Len(), maxKeys)
+	}
+	assert.Equal(t, maxKeys, k.Len(), "20,000 keys over 16 shards: every shard reaches its share")
+}
+
 // TestKeyedLimiterMaxKeysOne: the smallest bound.
 func TestKeyedLimiterMaxKeysOne(t *testing.T) {
 	clk := clocktesting.NewFakeClock(epoch)
