@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -240,11 +241,14 @@ func TestRemoveKeepsTheSplit(t *testing.T) {
 	checkShards(t, b)
 }
 
+// TestShardCount: the smallest power of two ≥ 4·GOMAXPROCS, at most
+// maxShards.
 func TestShardCount(t *testing.T) {
-	n := shardCount()
-	assert.Equal(t, 0, n&(n-1), "a power of two")
-	assert.GreaterOrEqual(t, n, 1)
-	assert.LessOrEqual(t, n, maxShards)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for procs, want := range map[int]int{1: 4, 2: 8, 3: 16, 4: 16, 5: 32, 63: 256, 64: 256, 65: 256, 100: 256} {
+		runtime.GOMAXPROCS(procs)
+		assert.Equal(t, want, shardCount(), "GOMAXPROCS %d", procs)
+	}
 }
 
 func TestSweepStandsStillWhileNothingCanExpire(t *testing.T) {
