@@ -11,6 +11,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/retrykit/backoff"
+	"github.com/retrykit/backoff/internal/keytable"
 )
 
 // TestKeyedLimiterGrowthLosesNoKey: while the table grows from nothing to
@@ -97,6 +98,29 @@ func TestKeyedLimiterMaxKeysShardedUneven(t *testing.T) {
 		require.LessOrEqual(t, k.Len(), maxKeys)
 	}
 	assert.Equal(t, maxKeys, k.Len(), "20,000 keys over 16 shards: every shard reaches its share")
+}
+
+// TestKeyedLimiterMaxKeysShardsFrom4096: a bound of exactly 4096 is split
+// over the 16 parts, each enforcing its share of 256, so some of 4096 new
+// keys find their part full before all are held (the chance that 4096 hashed
+// keys fall exactly 256 to a part is nil); below 4096 one part holds the
+// bound exactly.
+func TestKeyedLimiterMaxKeysShardsFrom4096(t *testing.T) {
+	if !keytable.Hashed {
+		t.Skip("this build keeps one part whatever the bound")
+	}
+	for maxKeys, sharded := range map[int]bool{4095: false, 4096: true} {
+		clk := clocktesting.NewFakeClock(epoch)
+		k := backoff.NewKeyedLimiter[int](1, 1, backoff.WithClock(clk), backoff.WithMaxKeys(maxKeys))
+		for i := range maxKeys {
+			k.Allow(i)
+		}
+		if sharded {
+			assert.Less(t, k.Len(), maxKeys, "WithMaxKeys(%d): split over 16 parts", maxKeys)
+		} else {
+			assert.Equal(t, maxKeys, k.Len(), "WithMaxKeys(%d): one part", maxKeys)
+		}
+	}
 }
 
 // TestKeyedLimiterMaxKeysOne: the smallest bound.
