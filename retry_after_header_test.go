@@ -36,6 +36,8 @@ func TestParseRetryAfter(t *testing.T) {
 		{"asctime ahead", "Wed Oct 21 07:28:02 2015", 2 * time.Second, true},
 		{"date now", "Wed, 21 Oct 2015 07:28:00 GMT", 0, true},
 		{"date in the past", "Tue, 20 Oct 2015 07:28:00 GMT", 0, true},
+		{"date a year ahead exactly", "Thu, 20 Oct 2016 07:28:00 GMT", backoff.MaxParsedRetryAfter, true},
+		{"date a year and a second ahead", "Thu, 20 Oct 2016 07:28:01 GMT", 0, false},
 		{"date two years ahead", "Sat, 21 Oct 2017 07:28:00 GMT", 0, false},
 		{"date in another zone", "Wed, 21 Oct 2015 07:28:30 CET", 0, false},
 	}
