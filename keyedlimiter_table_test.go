@@ -123,6 +123,20 @@ func TestKeyedLimiterMaxKeysShardsFrom4096(t *testing.T) {
 	}
 }
 
+// TestKeyedLimiterSetKeyLimitOnARefilledKey: a key whose bucket has refilled
+// is the same as a key never seen, whether or not its state was dropped yet:
+// given a larger burst, it is full under the new burst.
+func TestKeyedLimiterSetKeyLimitOnARefilledKey(t *testing.T) {
+	clk := clocktesting.NewFakeClock(epoch)
+	k := backoff.NewKeyedLimiter[string](1, 1, backoff.WithClock(clk))
+	require.True(t, k.Allow("a"))
+	clk.Step(time.Second) // a's bucket is full again, its state still held
+	k.SetKeyLimit("a", 1, 5)
+	k.SetKeyLimit("never seen", 1, 5)
+	assert.True(t, k.AllowN("a", 5), "full under the new burst")
+	assert.True(t, k.AllowN("never seen", 5))
+}
+
 // TestKeyedLimiterMaxKeysOne: the smallest bound.
 func TestKeyedLimiterMaxKeysOne(t *testing.T) {
 	clk := clocktesting.NewFakeClock(epoch)

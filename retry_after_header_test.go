@@ -23,6 +23,7 @@ func TestParseRetryAfter(t *testing.T) {
 		{"spaces around", "  3 ", 3 * time.Second, true},
 		{"a year exactly", strconv.Itoa(365 * 24 * 3600), backoff.MaxParsedRetryAfter, true},
 		{"over a year", strconv.Itoa(365*24*3600 + 1), 0, false},
+		{"a year's seconds, then a digit", strconv.Itoa(365*24*3600) + "0", 0, false},
 		{"digits past int64", "99999999999999999999999999", 0, false},
 		{"empty", "", 0, false},
 		{"blank", "   ", 0, false},
