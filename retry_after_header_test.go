@@ -20,6 +20,7 @@ func TestParseRetryAfter(t *testing.T) {
 		{"seconds", "120", 120 * time.Second, true},
 		{"zero seconds", "0", 0, true},
 		{"leading zeros", "007", 7 * time.Second, true},
+		{"nine", "59", 59 * time.Second, true},
 		{"spaces around", "  3 ", 3 * time.Second, true},
 		{"a year exactly", strconv.Itoa(365 * 24 * 3600), backoff.MaxParsedRetryAfter, true},
 		{"over a year", strconv.Itoa(365*24*3600 + 1), 0, false},
