@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -136,6 +137,25 @@ func TestSweepKeepsTheEntryJustUpdated(t *testing.T) {
 	checkShards(t, b)
 }
 
+// TestSweepFollowsTheExpiryRuleOnNextOfAKnownID: with a WithExpiry rule,
+// entries can expire long before 2×max, which the lock-free path of Next
+// for an id that has an entry cannot see; every Next then sweeps under the
+// lock, so an entry expired by the rule is reclaimed by the next Next of
+// another, known id.
+func TestSweepFollowsTheExpiryRuleOnNextOfAKnownID(t *testing.T) {
+	afterASecond := func(eventTime, lastUpdate time.Time, _ time.Duration) bool {
+		return eventTime.Sub(lastUpdate) > time.Second
+	}
+	b, fc := newSweepBackoff(t, 1, WithExpiry(afterASecond))
+	b.Next("a", fc.Now())
+	b.Next("b", fc.Now())
+	fc.Step(2 * time.Second) // b has expired by the rule, well within 2×max
+	b.Next("a", fc.Now())
+	assert.Equal(t, time.Duration(0), b.Get("b"), "reclaimed by the sweep of Next(a)")
+	assert.Equal(t, 1, b.size())
+	checkShards(t, b)
+}
+
 func TestShrinkAfterMassRemoval(t *testing.T) {
 	b, fc := newSweepBackoff(t, 1)
 	const n = 4 * shrinkMin
@@ -221,11 +241,14 @@ func TestRemoveKeepsTheSplit(t *testing.T) {
 	checkShards(t, b)
 }
 
+// TestShardCount: the smallest power of two ≥ 4·GOMAXPROCS, at most
+// maxShards.
 func TestShardCount(t *testing.T) {
-	n := shardCount()
-	assert.Equal(t, 0, n&(n-1), "a power of two")
-	assert.GreaterOrEqual(t, n, 1)
-	assert.LessOrEqual(t, n, maxShards)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for procs, want := range map[int]int{1: 4, 2: 8, 3: 16, 4: 16, 5: 32, 63: 256, 64: 256, 65: 256, 100: 256} {
+		runtime.GOMAXPROCS(procs)
+		assert.Equal(t, want, shardCount(), "GOMAXPROCS %d", procs)
+	}
 }
 
 func TestSweepStandsStillWhileNothingCanExpire(t *testing.T) {

@@ -38,10 +38,10 @@ func TestClockWaitersAreAsDocumented(t *testing.T) {
 			_ = backoff.PollUntilContextTimeout(context.Background(), time.Second, time.Minute, false,
 				func(context.Context) (bool, error) { return true, nil }, backoff.WithClock(c))
 		})
-		assert.Equal(t, time.Second, <-c.armed)
+		assert.Equal(t, time.Second, waitFor(t, "the wait's timer", c.armed, c))
 		assert.Equal(t, 2, c.Waiters(), "the timeout's AfterFunc, and the wait's timer")
 		c.Step(time.Second)
-		<-done
+		waitFor(t, "PollUntilContextTimeout to return", done, c)
 		assert.Equal(t, 0, c.Waiters(), "none outlives the call")
 	})
 	t.Run("Retry: one timer during a wait", func(t *testing.T) {
@@ -50,10 +50,10 @@ func TestClockWaitersAreAsDocumented(t *testing.T) {
 			_ = backoff.Retry(context.Background(), backoff.Schedule{Duration: time.Second, Steps: 2},
 				func(context.Context) error { return errFlaky }, backoff.WithClock(c))
 		})
-		assert.Equal(t, time.Second, <-c.armed)
+		assert.Equal(t, time.Second, waitFor(t, "the wait's timer", c.armed, c))
 		assert.Equal(t, 1, c.Waiters())
 		c.Step(time.Second)
-		<-done
+		waitFor(t, "Retry to return", done, c)
 		assert.Equal(t, 0, c.Waiters())
 	})
 }

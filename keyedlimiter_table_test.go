@@ -11,6 +11,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/retrykit/backoff"
+	"github.com/retrykit/backoff/internal/keytable"
 )
 
 // TestKeyedLimiterGrowthLosesNoKey: while the table grows from nothing to
@@ -82,6 +83,58 @@ func TestKeyedLimiterMaxKeysSharded(t *testing.T) {
 	// Each new key at a full shard looks at two groups of held keys, all
 	// refilled: the new keys take their places.
 	assert.GreaterOrEqual(t, admitted, maxKeys, "refilled keys make room")
+}
+
+// TestKeyedLimiterMaxKeysShardedUneven: a bound that is not a multiple of
+// the 16 shards is split with the remainder spread over the first shards, so
+// that the limiter still holds exactly that many keys once every shard is at
+// its share, not the multiple of 16 below it.
+func TestKeyedLimiterMaxKeysShardedUneven(t *testing.T) {
+	clk := clocktesting.NewFakeClock(epoch)
+	const maxKeys = 4096 + 7
+	k := backoff.NewKeyedLimiter[int](1, 1, backoff.WithClock(clk), backoff.WithMaxKeys(maxKeys))
+	for i := range 20_000 {
+		k.Allow(i)
+		require.LessOrEqual(t, k.Len(), maxKeys)
+	}
+	assert.Equal(t, maxKeys, k.Len(), "20,000 keys over 16 shards: every shard reaches its share")
+}
+
+// TestKeyedLimiterMaxKeysShardsFrom4096: a bound of exactly 4096 is split
+// over the 16 parts, each enforcing its share of 256, so some of 4096 new
+// keys find their part full before all are held (the chance that 4096 hashed
+// keys fall exactly 256 to a part is nil); below 4096 one part holds the
+// bound exactly.
+func TestKeyedLimiterMaxKeysShardsFrom4096(t *testing.T) {
+	if !keytable.Hashed {
+		t.Skip("this build keeps one part whatever the bound")
+	}
+	for maxKeys, sharded := range map[int]bool{4095: false, 4096: true} {
+		clk := clocktesting.NewFakeClock(epoch)
+		k := backoff.NewKeyedLimiter[int](1, 1, backoff.WithClock(clk), backoff.WithMaxKeys(maxKeys))
+		for i := range maxKeys {
+			k.Allow(i)
+		}
+		if sharded {
+			assert.Less(t, k.Len(), maxKeys, "WithMaxKeys(%d): split over 16 parts", maxKeys)
+		} else {
+			assert.Equal(t, maxKeys, k.Len(), "WithMaxKeys(%d): one part", maxKeys)
+		}
+	}
+}
+
+// TestKeyedLimiterSetKeyLimitOnARefilledKey: a key whose bucket has refilled
+// is the same as a key never seen, whether or not its state was dropped yet:
+// given a larger burst, it is full under the new burst.
+func TestKeyedLimiterSetKeyLimitOnARefilledKey(t *testing.T) {
+	clk := clocktesting.NewFakeClock(epoch)
+	k := backoff.NewKeyedLimiter[string](1, 1, backoff.WithClock(clk))
+	require.True(t, k.Allow("a"))
+	clk.Step(time.Second) // a's bucket is full again, its state still held
+	k.SetKeyLimit("a", 1, 5)
+	k.SetKeyLimit("never seen", 1, 5)
+	assert.True(t, k.AllowN("a", 5), "full under the new burst")
+	assert.True(t, k.AllowN("never seen", 5))
 }
 
 // TestKeyedLimiterMaxKeysOne: the smallest bound.

@@ -290,6 +290,7 @@ func TestLimiterWaitCancelled(t *testing.T) {
 	err := waitFor(t, "Wait to return", done)
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.ErrorIs(t, err, cause, "the cause is reported")
+	assert.EqualError(t, err, "context canceled: client went away", "the message names both")
 	assert.False(t, clk.HasWaiters(), "no timer is left on the clock")
 	assert.InDelta(t, 0, l.Tokens(), 1e-9, "the token is given back")
 

@@ -46,6 +46,22 @@ func (e asHintError) As(target any) bool {
 	return false
 }
 
+// asHintCarrierError yields a Retry-After hint through its As method only,
+// as any carrier of a hint: it fills a target of the interface type that
+// Retry documents (a method RetryAfter() time.Duration), not a
+// *RetryAfterError.
+type asHintCarrierError struct{ d time.Duration }
+
+func (e asHintCarrierError) Error() string { return "throttled" }
+
+func (e asHintCarrierError) As(target any) bool {
+	if p, ok := target.(*interface{ RetryAfter() time.Duration }); ok {
+		*p = &backoff.RetryAfterError{Delay: e.d, Err: errFlaky}
+		return true
+	}
+	return false
+}
+
 // TestRetryClassifiesErrorsAsIsPermanentDoes: Retry and IsPermanent share
 // one classification. Before, Retry walked the chain by hand without As
 // methods, so it retried an error that IsPermanent reported (5 attempts, not
@@ -72,6 +88,17 @@ func TestRetryReadsHintsThroughAsMethods(t *testing.T) {
 	r := runRetry(t, context.Background(), backoff.Schedule{Duration: 10 * ms, Factor: 2, Steps: 2},
 		[]error{fmt.Errorf("get: %w", asHintError{time.Second})})
 	assert.Equal(t, []time.Duration{0, time.Second}, r.at)
+}
+
+// TestRetryReadsHintsThroughAsMethodsOfAnyCarrier: an As method that fills
+// a target of the hint's interface type, rather than a *RetryAfterError,
+// gives a hint too, as errors.As would find it; a hint ≤ 0 given that way is
+// no hint.
+func TestRetryReadsHintsThroughAsMethodsOfAnyCarrier(t *testing.T) {
+	s := backoff.Schedule{Duration: 10 * ms, Factor: 2, Steps: 3}
+	r := runRetry(t, context.Background(), s,
+		[]error{fmt.Errorf("get: %w", asHintCarrierError{time.Second}), asHintCarrierError{0}})
+	assert.Equal(t, []time.Duration{0, time.Second, time.Second + 20*ms}, r.at)
 }
 
 // TestRetryZeroScheduleFollowsDefaultRetry: Retry(ctx, Schedule{}, fn) used

@@ -81,3 +81,14 @@ func FuzzRetryDelay(f *testing.F) {
 		}
 	})
 }
+
+// TestWithJitterKindRejectsUnknownKinds: the JitterKind constants are
+// accepted; the values around them panic at the option.
+func TestWithJitterKindRejectsUnknownKinds(t *testing.T) {
+	for _, k := range []backoff.JitterKind{backoff.ProportionalJitter, backoff.FullJitter, backoff.EqualJitter, backoff.DecorrelatedJitter} {
+		assert.NotPanics(t, func() { backoff.WithJitterKind(k) }, "kind %d", k)
+	}
+	for _, k := range []backoff.JitterKind{-1, backoff.DecorrelatedJitter + 1} {
+		assert.Panics(t, func() { backoff.WithJitterKind(k) }, "kind %d", k)
+	}
+}
