@@ -276,6 +276,24 @@ func TestLimiterWaitReturnsWhenStepped(t *testing.T) {
 	assert.False(t, clk.HasWaiters())
 }
 
+// TestLimiterWaitWithATokenArmsNoTimer: a Wait that finds its tokens returns
+// at once, on a FakeClock that is never stepped, and arms no timer (a timer
+// of 0 would wait there for a step that never comes).
+func TestLimiterWaitWithATokenArmsNoTimer(t *testing.T) {
+	clk := clocktesting.NewFakeClock(epoch)
+	l := backoff.NewLimiter(1, 2, backoff.WithClock(clk))
+	k := backoff.NewKeyedLimiter[string](1, 2, backoff.WithClock(clk))
+	done := make(chan error, 2)
+	go func() {
+		done <- l.Wait(context.Background())
+		done <- k.Wait(context.Background(), "a")
+	}()
+	require.NoError(t, waitFor(t, "Limiter.Wait with a token to return", done, clk))
+	require.NoError(t, waitFor(t, "KeyedLimiter.Wait with a token to return", done, clk))
+	assert.False(t, clk.HasWaiters(), "no timer left armed")
+	assert.True(t, l.Allow(), "the second token of the burst is still there")
+}
+
 func TestLimiterWaitCancelled(t *testing.T) {
 	clk := newHandshakeClock()
 	l := backoff.NewLimiter(10, 1, backoff.WithClock(clk))
