@@ -191,14 +191,20 @@ func (s *Table[T]) Insert(h uint64, item T, st State) Ref {
 			continue
 		}
 		j := tagword.SlotOf(free)
-		if ctrl>>(8*j)&0xff == tagword.Empty {
-			s.used++
-		}
-		b.items[j] = item
-		b.ctrl = tagword.WithSlotByte(ctrl, j, s.tagOf(h)|uint64(st)<<stateShift)
-		s.live++
+		s.fill(b, j, h, item, st)
 		return Ref(int(i)<<3 | j)
 	}
+}
+
+// fill puts item, with hash h and state st, in slot j of b, a slot that is
+// not full (empty, or deleted).
+func (s *Table[T]) fill(b *bucket[T], j int, h uint64, item T, st State) {
+	if b.ctrl>>(8*j)&0xff == tagword.Empty {
+		s.used++
+	}
+	b.items[j] = item
+	b.ctrl = tagword.WithSlotByte(b.ctrl, j, s.tagOf(h)|uint64(st)<<stateShift)
+	s.live++
 }
 
 // FindOrInsert is Find, and Insert with state st (1 to MaxState) if item
@@ -232,13 +238,7 @@ func (s *Table[T]) FindOrInsert(h uint64, item T, st State) (State, Ref) {
 	if (s.used+1)*tagword.MaxLoadDen > len(t.buckets)*tagword.Slots*tagword.MaxLoadNum {
 		return 0, s.Insert(h, item, st) // rebuilds first
 	}
-	b, j := &t.buckets[free>>3], int(free&7)
-	if b.ctrl>>(8*j)&0xff == tagword.Empty {
-		s.used++
-	}
-	b.items[j] = item
-	b.ctrl = tagword.WithSlotByte(b.ctrl, j, s.tagOf(h)|uint64(st)<<stateShift)
-	s.live++
+	s.fill(&t.buckets[free>>3], int(free&7), h, item, st)
 	return 0, free
 }
 
