@@ -484,6 +484,13 @@ const method = `## What is compared, and how
   after everything before it is in their heap or tree. Ours runs the same barrier (and pays one timer firing,
   amortised over b.N). allocs/op counts allocations on every goroutine, so work done by their background
   goroutines is counted too.
+- **2 producers + 2 workers** (` + "`mode=2p2w`" + `): two goroutines add distinct items, two others ` + "`Get`" + ` and
+  ` + "`Done`" + ` them; ` + "`ns/op`" + ` is wall time per item, ` + "`cpu-ns/op`" + ` the process's CPU time (getrusage) per item.
+  Nothing is queued first, but the producers are not paced and an add costs less than a ` + "`Get`" + ` plus a
+  ` + "`Done`" + `, so every queue holds a backlog of tens of thousands of items for most of the run. The machine
+  floor of the priority rows is one mutex, one condition variable and two FIFOs with no per-item state (no
+  de-duplication): the hand-off any queue built that way pays; the difference between it and a queue is the
+  per-item state that de-duplication needs.
 - **` + "`AddAfter`" + `**: 3,000,000 calls for every queue, so that all queues reach the same size (a call costs
   more in a larger queue, and with a time-based benchtime the fastest queue would be measured at the largest
   size). ` + "`ns/op`" + ` is wall time; ` + "`cpu-ns/op`" + ` is the process's CPU time (getrusage: every goroutine, the
