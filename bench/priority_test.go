@@ -151,5 +151,10 @@ func BenchmarkQueueAddGetDonePriorities(b *testing.B) {
 			q := mk()
 			run2p2w(b, q, func(i int) { q.AddAt(i, prioOf(i/2)) })
 		})
+		b.Run("mode=2p2w-depth1000", func(b *testing.B) {
+			b.ReportAllocs()
+			q := mk()
+			run2p2wDepth(b, q, func(i int) { q.AddAt(i, prioOf(i/2)) }, prioBacklog)
+		})
 	})
 }
