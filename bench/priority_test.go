@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"sync"
 	"testing"
 
 	"k8s.io/client-go/util/workqueue"
@@ -8,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 
 	"github.com/retrykit/backoff"
+	"github.com/retrykit/backoff/internal/fifo"
 )
 
 // prioQueue is a queue that adds at a priority: ours and controller-runtime's
@@ -50,6 +52,71 @@ var prioQueueImpls = []impl[func() prioQueue]{
 	{"ours", func() prioQueue {
 		return oursPrio{backoff.NewRateLimitingQueue[int](backoff.DefaultControllerRateLimiter[int]())}
 	}},
+	{"floor", func() prioQueue { return newHandoffFloor() }},
+}
+
+// handoffFloor is the floor of the priority rows (impl=floor): the hand-off
+// that any queue built on one mutex and a condition variable pays, and
+// nothing else. It keeps the two levels the rows use as two FIFOs (the
+// chunked ones our queue uses, which never copy what they hold) and wakes
+// one getter per Add; it does not de-duplicate, keeps no state per item
+// and has no other priority. It is no work queue: the rows' difference
+// between it and a real queue is the cost of the per-item state that
+// de-duplication and "never two workers on one item" need.
+type handoffFloor struct {
+	mu       sync.Mutex
+	cond     sync.Cond
+	levels   [2]fifo.Queue[int] // priority 0, then any lower priority
+	shutdown bool
+}
+
+func newHandoffFloor() *handoffFloor {
+	q := new(handoffFloor)
+	q.cond.L = &q.mu
+	return q
+}
+
+func (q *handoffFloor) AddAt(item, prio int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.shutdown {
+		return
+	}
+	l := 0
+	if prio < 0 {
+		l = 1
+	}
+	q.levels[l].Push(item)
+	q.cond.Signal()
+}
+
+func (q *handoffFloor) Get() (item int, shutdown bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for q.levels[0].Len()+q.levels[1].Len() == 0 && !q.shutdown {
+		q.cond.Wait()
+	}
+	for l := range q.levels {
+		if q.levels[l].Len() > 0 {
+			return q.levels[l].Pop(), false
+		}
+	}
+	return 0, true
+}
+
+// Done takes and releases the lock: the least a Done that has to look at
+// shared state pays.
+func (q *handoffFloor) Done(int) {
+	q.mu.Lock()
+	//lint:ignore SA2001 the lock round trip is what is measured
+	q.mu.Unlock()
+}
+
+func (q *handoffFloor) ShutDown() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.shutdown = true
+	q.cond.Broadcast()
 }
 
 // prioBacklog is the number of items queued before the timed loop, half at
@@ -83,6 +150,11 @@ func BenchmarkQueueAddGetDonePriorities(b *testing.B) {
 			b.ReportAllocs()
 			q := mk()
 			run2p2w(b, q, func(i int) { q.AddAt(i, prioOf(i/2)) })
+		})
+		b.Run("mode=2p2w-depth1000", func(b *testing.B) {
+			b.ReportAllocs()
+			q := mk()
+			run2p2wDepth(b, q, func(i int) { q.AddAt(i, prioOf(i/2)) }, prioBacklog)
 		})
 	})
 }

@@ -456,23 +456,52 @@ type workQueue interface {
 // run2p2w times b.N items through q with 2 producers, each calling add for
 // every other item, and 2 workers that Get and Done them; the worker that
 // finishes the last item shuts the queue down, which releases the other.
-// It reports items/s over the timed region.
+// It reports items/s and cpu-ns/op (see reportCPU) over the timed region.
+// Nothing is queued before it starts, but the producers are not paced: an
+// Add costs less than a Get and a Done, so the queue holds a growing backlog
+// of the producers' items for most of the run.
 func run2p2w(b *testing.B, q workQueue, add func(i int)) {
+	run2p2wDepth(b, q, add, 0)
+}
+
+// run2p2wDepth is run2p2w with the producers paced so that at most about
+// maxDepth items are in the queue or being processed (0: not paced).
+// Unpaced, the producers outrun the workers and the queue's depth grows
+// with b.N, so ns/op is a figure at a depth the scheduler chose; paced,
+// every queue is measured in the same steady state, the one the serial rows
+// set up with their backlog. Pacing is by batches, so that it costs the
+// queues' figures little: a producer puts a token in a channel of
+// maxDepth/pacingBatch slots before each batch of pacingBatch adds (and
+// blocks, without spinning, while it is full), and a worker takes one out
+// after each pacingBatch items it has finished. Tokens taken never exceed
+// tokens put (an item is finished after its batch's token went in), and at
+// most one partial batch per worker holds a token back, so nothing blocks
+// for ever as long as there are more than 2 slots.
+func run2p2wDepth(b *testing.B, q workQueue, add func(i int), maxDepth int) {
+	const pacingBatch = 32
+	var slots chan struct{}
+	if maxDepth > 0 {
+		slots = make(chan struct{}, max(maxDepth/pacingBatch, 3))
+	}
 	n := int64(b.N)
 	var processed atomic.Int64
 	var wg sync.WaitGroup
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	for w := 0; w < 2; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			finished := 0
 			for {
 				item, shutdown := q.Get()
 				if shutdown {
 					return
 				}
 				q.Done(item)
+				if finished++; slots != nil && finished%pacingBatch == 0 {
+					<-slots
+				}
 				if processed.Add(1) == n {
 					q.ShutDown()
 				}
@@ -484,12 +513,16 @@ func run2p2w(b *testing.B, q workQueue, add func(i int)) {
 		go func(first int) {
 			defer wg.Done()
 			for i := first; i < b.N; i += 2 {
+				if slots != nil && (i/2)%pacingBatch == 0 {
+					slots <- struct{}{}
+				}
 				add(i)
 			}
 		}(p)
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), cpuTime()-cpu0
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "items/s")
+	reportCPU(b, cpu)
 }

@@ -170,6 +170,8 @@ var targets = []target{
 	{measure: "`Add`+`Get`+`Done` with two priorities, 2 producers + 2 workers (per item)", row: "QueueAddGetDonePriorities/mode=2p2w", unit: "ns/op", ref: "clientgo", limit: 1.0, zeroAllocs: true, beatPQ: true},
 	{measure: "`Add`+`Get`+`Done` with two priorities, serial, against controller-runtime's priority queue (issue 21)", row: "QueueAddGetDonePriorities/mode=serial", unit: "ns/op", ref: "priorityqueue", limit: 0.05, zeroAllocs: true},
 	{measure: "`Add`+`Get`+`Done` with two priorities, 2p2w, against controller-runtime's priority queue (issue 21)", row: "QueueAddGetDonePriorities/mode=2p2w", unit: "ns/op", ref: "priorityqueue", limit: 0.05, zeroAllocs: true},
+	{measure: "`Add`+`Get`+`Done` with two priorities, 2p2w paced at a depth of 1,000, against controller-runtime's priority queue (issue 21)", row: "QueueAddGetDonePriorities/mode=2p2w-depth1000", unit: "ns/op", ref: "priorityqueue", limit: 0.05, zeroAllocs: true},
+	{measure: "`Add`+`Get`+`Done` with two priorities, 2p2w paced at a depth of 1,000; client-go adds plainly", row: "QueueAddGetDonePriorities/mode=2p2w-depth1000", unit: "ns/op", ref: "clientgo", limit: 1.0, zeroAllocs: true, beatPQ: true},
 	{measure: "`Limiter.Allow`, one goroutine (issue 23)", row: "LimiterAllow/mode=serial", unit: "ns/op", ref: "xrate", limit: 0.5, zeroAllocs: true},
 	{measure: "`Limiter.Allow`, GOMAXPROCS goroutines on one limiter (issue 23)", row: "LimiterAllow/mode=parallel", unit: "ns/op", ref: "xrate", limit: 0.5, zeroAllocs: true},
 	{measure: "`Limiter.Wait` that has to wait: allocations (issue 23)", row: "LimiterWait", unit: "allocs/op", ref: "xrate", limit: 0, absolute: true},
@@ -484,6 +486,15 @@ const method = `## What is compared, and how
   after everything before it is in their heap or tree. Ours runs the same barrier (and pays one timer firing,
   amortised over b.N). allocs/op counts allocations on every goroutine, so work done by their background
   goroutines is counted too.
+- **2 producers + 2 workers** (` + "`mode=2p2w`" + `): two goroutines add distinct items, two others ` + "`Get`" + ` and
+  ` + "`Done`" + ` them; ` + "`ns/op`" + ` is wall time per item, ` + "`cpu-ns/op`" + ` the process's CPU time (getrusage) per item.
+  Nothing is queued first, but the producers are not paced and an add costs less than a ` + "`Get`" + ` plus a
+  ` + "`Done`" + `, so every queue holds a backlog of tens of thousands of items for most of the run. The machine
+  floor of the priority rows is one mutex, one condition variable and two FIFOs with no per-item state (no
+  de-duplication): the hand-off any queue built that way pays; the difference between it and a queue is the
+  per-item state that de-duplication needs. The priority rows also run paced (` + "`mode=2p2w-depth1000`" + `): the
+  producers yield while more than about 1,000 items are queued or being processed, so that every queue is
+  measured at the depth the serial rows use, not at a depth that grows with b.N.
 - **` + "`AddAfter`" + `**: 3,000,000 calls for every queue, so that all queues reach the same size (a call costs
   more in a larger queue, and with a time-based benchtime the fastest queue would be measured at the largest
   size). ` + "`ns/op`" + ` is wall time; ` + "`cpu-ns/op`" + ` is the process's CPU time (getrusage: every goroutine, the
