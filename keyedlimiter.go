@@ -35,10 +35,13 @@ import (
 // or with a [WithMaxKeys] below 4096), and a call holds one part's lock for
 // a lookup and a few float operations. Allow, AllowN and Wait allocate
 // nothing once a key is held; adding a key allocates only when the table
-// grows or is rebuilt. Built with Go 1.24 or later, a key held costs 38 to
-// 58 bytes for string keys (its 32-byte entry, a control byte and the
-// table's free room; the key's own bytes are the caller's), 29 to 44 for
-// int keys. Its zero value is not usable: use [NewKeyedLimiter].
+// grows or is rebuilt, or a new block of 1024 keys' storage is needed.
+// Built with Go 1.24 or later, a key held costs 37 to 39 bytes for string
+// keys (its 32-byte entry, a 4-byte index slot and the index's free room;
+// the key's own bytes are the caller's), 29 to 31 for int keys, and a part
+// holds at most 16,777,214 keys, so the limiter at most 268,435,424: beyond
+// that, new keys are treated as beyond [WithMaxKeys]. Its zero value is not
+// usable: use [NewKeyedLimiter].
 type KeyedLimiter[K comparable] struct {
 	clock  clock.WithDelayedExecution
 	epoch  time.Time
@@ -64,7 +67,8 @@ type keyedShard[K comparable] struct {
 	buckets keytable.Table[K, bucketState]
 	// own holds the keys given their own rate and burst; rarely non-empty.
 	own map[K]keyLimit
-	// maxKeys is this shard's share of WithMaxKeys; 0: no bound.
+	// maxKeys is the most keys the shard holds: its share of WithMaxKeys,
+	// and at most keytable.MaxLen.
 	maxKeys int
 	// now is the instant at which the table's Stale function judges whether
 	// a bucket is full: set under mu before every call that may sweep.
@@ -119,6 +123,10 @@ func NewKeyedLimiter[K comparable](r float64, burst int, opts ...Option) *KeyedL
 		if i < maxKeys%shards {
 			s.maxKeys++
 		}
+		if s.maxKeys == 0 || s.maxKeys > keytable.MaxLen {
+			// The table's own bound, reached as WithMaxKeys would be.
+			s.maxKeys = keytable.MaxLen
+		}
 		s.buckets.Init(seed, func(key K, st *bucketState) bool {
 			limit, burst := k.limitOfLocked(s, key)
 			return st.tokensAt(s.now, limit, burst) >= float64(burst)
@@ -144,7 +152,9 @@ func NewKeyedLimiter[K comparable](r float64, burst int, opts ...Option) *KeyedL
 // (see [KeyedLimiter]), each enforcing its share: new keys of a part that
 // has reached its share go to the shared bucket even if another part has
 // room, so that can begin slightly before n keys are held in all. n ≤ 0
-// means no bound (the default). Other constructors ignore it.
+// means no bound of the caller's (the default); the table's own bound (see
+// [KeyedLimiter]) holds in any case, with the same behaviour. Other
+// constructors ignore it.
 func WithMaxKeys(n int) Option {
 	return func(c *config) { c.limiter.maxKeys = max(n, 0) }
 }
@@ -176,8 +186,11 @@ func (k *KeyedLimiter[K]) Allow(key K) bool { return k.AllowN(key, 1) }
 // AllowN reports whether n events of key may happen now, and if so takes
 // their tokens from key's bucket, as [Limiter.AllowN] does. It never blocks.
 func (k *KeyedLimiter[K]) AllowN(key K, n int) bool {
-	now := k.now()
 	h, s := k.shardOf(key)
+	// Start loading key's index slot, then read the clock and take the lock
+	// while it comes (see keytable.Table.Prefetch).
+	s.buckets.Prefetch(h)
+	now := k.now()
 	s.mu.Lock()
 	r, _ := k.reserveLocked(s, h, key, now, n, 0)
 	s.mu.Unlock()
@@ -318,7 +331,7 @@ func (k *KeyedLimiter[K]) reserveLocked(s *keyedShard[K], h uint64, key K, now t
 		// A full bucket grants any n ≤ burst at once: the key's state is
 		// what is left of it.
 		s.now = now
-		if s.maxKeys != 0 && s.buckets.Len() >= s.maxKeys && s.buckets.Sweep(sweepGroups) == 0 {
+		if s.buckets.Len() >= s.maxKeys && s.buckets.Sweep(sweepGroups) == 0 {
 			k.overflow.mu.Lock()
 			defer k.overflow.mu.Unlock()
 			return k.overflow.reserveLocked(now, n, maxWait)

@@ -5,63 +5,98 @@ package keytable
 import (
 	"hash/maphash"
 	"math/bits"
-	"unsafe"
-
-	"github.com/retrykit/backoff/internal/tagword"
+	"sync/atomic"
 )
 
 // Hashed reports whether Hash spreads keys (true in this build), so that an
 // owner may shard by its low bits.
 const Hashed = true
 
+// MaxLen is the most entries a Table holds: an index slot numbers its entry
+// in 24 bits (see Table). Insert beyond it panics, so an owner stops adding
+// keys at MaxLen as it would at a bound of its own.
+const MaxLen = numMask - 1
+
+const (
+	// numBits is the width of an entry's number in an index slot; the 8
+	// bits above it are the entry's tag.
+	numBits = 24
+	numMask = 1<<numBits - 1
+	// tombstone marks an index slot whose entry was removed while probes
+	// may go past it: tag 0 and a number no entry has (entries are numbered
+	// 1 to MaxLen in the index).
+	tombstone = numMask
+	// chunkBits: entries are stored in chunks of 1024, so that adding one
+	// never copies the others (only the first chunk grows, by doubling, so
+	// that a small table stays small) and the room allocated but not used
+	// is less than one chunk.
+	chunkBits = 10
+	chunkLen  = 1 << chunkBits
+	// firstChunkLen is the room of a new table's first chunk.
+	firstChunkLen = 8
+	// minIndex is the smallest index, in slots.
+	minIndex = 8
+	// The index grows (or is rebuilt after dropping stale entries) when more
+	// than 7/8 of its slots are used, and is rebuilt 5/8 used.
+	maxLoadNum, maxLoadDen = 7, 8
+	rebuildNum, rebuildDen = 8, 5 // slots per entry after a rebuild
+)
+
 // Table maps keys to values of type V, held inline. Its zero value is not
 // usable: call Init.
 //
-// Layout (see package tagword): groups of one control word and seven
-// entries, probed linearly from the group the hash picks, at most 7/8 of the
-// slots used (entries and deleted slots). An entry's value is updated
-// through the pointer Find returns, so a hit costs one lookup, not a lookup
-// and a store as with a Go map.
+// Layout: the entries (key and value) are stored densely, in the order they
+// were added, in fixed-size chunks; a separate index, open-addressed and
+// probed linearly, holds for every entry one 4-byte slot: 8 bits of its hash
+// (the tag) and its number in the dense storage. The reason is the cost of
+// touching memory, not of probing: in a large table most of a lookup's time
+// is a cache miss and a TLB miss (under nested paging, a two-dimensional
+// page walk). The index costs 4.6 to 6.4 bytes per entry, so that the index
+// of a million keys fits in a few megabytes, within the caches and the
+// TLB's reach, where a table of whole entries (some 40 MB) misses on nearly
+// every lookup; the owner can also start loading the index slot before it
+// takes its lock (Prefetch), as it cannot usefully do for several lines of
+// a group. Keys used in about the order they were added (a batch, a sweep
+// over objects, a resync) find their entries next to one another, in lines
+// just loaded or prefetched by the hardware. A lookup in random order pays
+// the miss on its entry, as any table would.
 //
-// The number of groups is any positive integer, not a power of two: the
-// home group is the high half of hash×groups (a multiply, as cheap as a
-// mask), so the table can grow by half rather than double, and sits between
-// 4/7 and 7/8 full instead of between 7/16 and 7/8. The bits of a hash are
-// used thus: the top ones pick the group, bits 8 to 14 are the tag in the
-// control byte, and bits 0 to 7 are left to the owner (its shard), so the
-// three do not correlate.
+// The bits of a hash are used thus: the top ones pick the home slot, bits 8
+// to 15 are the tag, and bits 0 to 7 are left to the owner (its shard), so
+// the three do not correlate. The home slot is the high half of
+// hash×slots (a multiply, as cheap as a mask), so the index need not be a
+// power of two long and can be rebuilt 5/8 used whatever the number of
+// entries: rebuilds, and the drops of stale entries that come with them,
+// come once per 0.4×entries insertions, not at every doubling.
 //
-// Growth is also when stale entries go: before the table grows it drops
-// every entry its Stale function approves, then rebuilds for the entries
-// left, which may mean shrinking. That pass is O(slots) and comes once per
-// at least 7/8−4/7 ≈ 0.3 × slots insertions, so it costs O(1) per Insert.
-// Deleted slots (Sweep's) are tombstones until then; a backward shift is not
-// possible with groups filled first-free, and the rebuild clears them.
+// Entries do not keep their hashes (a string key and a 16-byte value fill a
+// 32-byte entry, two to a cache line; a hash would make it 40): rebuilding
+// the index and moving an entry hash their keys again, which costs O(1) per
+// Insert amortised.
+//
+// Growth is also when stale entries go: before the index grows, the table
+// drops every entry its Stale function approves, closing the gaps in order
+// (so the entries left keep the order they were added in), and rebuilds the
+// index for the entries left, which may mean shrinking it. That pass is
+// O(entries) and comes once per at least 0.4×entries insertions. Sweep
+// drops entries one at a time instead: the last entry moves into the
+// dropped one's place, so the storage stays dense without a pass, and its
+// index slot is renumbered (a free list would keep the order but leave
+// holes that the pass and Sweep would have to skip); the dropped entry's
+// slot becomes a tombstone, or empty when no probe can go past it, until
+// the next rebuild.
 type Table[K comparable, V any] struct {
 	seed   maphash.Seed
-	groups []group[K, V]
+	index  []uint32
+	chunks [][]entry[K, V]
+	live   int // entries, numbered 0 to live−1 in the storage
+	used   int // index slots not empty: entries and tombstones
 	stale  Stale[K, V]
-	live   int // entries
-	used   int // slots not empty: entries and deleted slots
-	cursor int // the group Sweep looks at next
-	sink   uint64
-}
-
-// touch loads one word from every cache line of the size bytes at p and
-// returns their xor, so that the loads are not dropped: reading the home
-// group's lines all at once makes the miss on the entry's line overlap the
-// miss on the control word, instead of following it.
-func touch(p unsafe.Pointer, size uintptr) uint64 {
-	x := uint64(0)
-	for off := uintptr(0); off < size; off += 64 {
-		x ^= *(*uint64)(unsafe.Add(p, off))
-	}
-	return x ^ *(*uint64)(unsafe.Add(p, size-8))
-}
-
-type group[K comparable, V any] struct {
-	ctrl    uint64
-	entries [tagword.Slots]entry[K, V]
+	cursor int // the entry Sweep looks at next
+	maxLen int // MaxLen; lowered by tests
+	// shared is index for Prefetch, which takes no lock: it is replaced,
+	// never written through, when the index is rebuilt.
+	shared atomic.Pointer[[]uint32]
 }
 
 type entry[K comparable, V any] struct {
@@ -81,144 +116,225 @@ func NewSeed() Seed { return maphash.MakeSeed() }
 func (t *Table[K, V]) Init(seed Seed, stale Stale[K, V]) {
 	t.seed = seed
 	t.stale = stale
+	t.maxLen = MaxLen
 }
 
 // Hash returns key's hash, which the other methods take. It needs no lock.
 func (t *Table[K, V]) Hash(key K) uint64 { return maphash.Comparable(t.seed, key) }
 
-// home returns the group where the probe for hash h starts.
-func (t *Table[K, V]) home(h uint64) int {
-	hi, _ := bits.Mul64(h, uint64(len(t.groups)))
-	return int(hi)
+// Prefetch starts loading, without waiting for it, the index slot where
+// Find's probe for hash h will start, so that the owner's other work before
+// Find (reading the clock, taking its lock) overlaps the memory access. It
+// needs no lock, reads no slot and may run while the index is rebuilt: then
+// it loads a line of the old index, which does no harm.
+func (t *Table[K, V]) Prefetch(h uint64) {
+	if p := t.shared.Load(); p != nil {
+		index := *p
+		hi, _ := bits.Mul64(h, uint64(len(index)))
+		prefetch(&index[hi])
+	}
 }
 
-// tagOf returns the control byte of a key with hash h. A method only so that
-// it inlines where the table is instantiated (see package tagword).
-func (*Table[K, V]) tagOf(h uint64) uint64 { return tagword.Full | h>>8&0x7f }
+// tagOf returns the tag of a hash, in place in an index slot.
+func tagOf(h uint64) uint32 { return uint32(h>>8) & 0xff << numBits }
 
 // Len returns the number of entries.
 func (t *Table[K, V]) Len() int { return t.live }
 
-// Slots returns the number of slots of the table's storage: its memory.
-func (t *Table[K, V]) Slots() int { return len(t.groups) * tagword.Slots }
+// Slots returns the number of slots of the index, which sets the table's
+// size: the entries' storage follows the entries.
+func (t *Table[K, V]) Slots() int { return len(t.index) }
+
+// home returns the index slot where the probe for hash h starts.
+func (t *Table[K, V]) home(h uint64) int {
+	hi, _ := bits.Mul64(h, uint64(len(t.index)))
+	return int(hi)
+}
+
+// next returns the index slot after i, wrapping round.
+func (t *Table[K, V]) next(i int) int {
+	if i++; i == len(t.index) {
+		return 0
+	}
+	return i
+}
+
+// at returns entry number n of the storage.
+func (t *Table[K, V]) at(n int) *entry[K, V] {
+	return &t.chunks[n>>chunkBits][n&(chunkLen-1)]
+}
 
 // Find returns key's value, or nil if key has no entry. h is key's hash. The
 // pointer is valid until the next Insert or Sweep.
 func (t *Table[K, V]) Find(h uint64, key K) *V {
-	n := len(t.groups)
-	if n == 0 {
+	if len(t.index) == 0 {
 		return nil
 	}
-	tag := t.tagOf(h)
-	i := t.home(h)
-	t.sink = touch(unsafe.Pointer(&t.groups[i]), unsafe.Sizeof(t.groups[i]))
-	for {
-		g := &t.groups[i]
-		ctrl := g.ctrl
-		for m := tagword.Matching(ctrl, tag) & tagword.SlotBytes; m != 0; m &= m - 1 {
-			if e := &g.entries[tagword.SlotOf(m)]; e.key == key {
-				return &e.val
-			}
-		}
-		if tagword.EmptySlots(ctrl) != 0 {
+	tag := tagOf(h)
+	for i := t.home(h); ; i = t.next(i) {
+		s := t.index[i]
+		if s == 0 {
 			return nil
 		}
-		if i++; i == n {
-			i = 0
+		if s&^numMask == tag && s != tombstone {
+			if e := t.at(int(s&numMask) - 1); e.key == key {
+				return &e.val
+			}
 		}
 	}
 }
 
 // Insert adds key, which has hash h and no entry, with value v, and returns
 // a pointer to its value, valid until the next Insert or Sweep. It may first
-// drop stale entries and rebuild the storage (see Table).
+// drop stale entries and rebuild the index (see Table). It panics if the
+// table holds MaxLen entries after that.
 func (t *Table[K, V]) Insert(h uint64, key K, v V) *V {
-	if (t.used+1)*tagword.MaxLoadDen > t.Slots()*tagword.MaxLoadNum {
+	if (t.used+1)*maxLoadDen > len(t.index)*maxLoadNum {
 		t.dropStale()
 		t.rebuild(t.live + 1)
 	}
-	n := len(t.groups)
-	for i := t.home(h); ; {
-		g := &t.groups[i]
-		ctrl := g.ctrl
-		// The first slot that is not full on key's probe sequence: Find
-		// stops at this group or a later one.
-		if free := ^ctrl & tagword.Msbs & tagword.SlotBytes; free != 0 {
-			j := tagword.SlotOf(free)
-			if ctrl>>(8*j)&0xff == tagword.Empty {
-				t.used++
-			}
-			g.entries[j] = entry[K, V]{key: key, val: v}
-			g.ctrl = tagword.WithSlotByte(ctrl, j, t.tagOf(h))
-			t.live++
-			return &g.entries[j].val
-		}
-		if i++; i == n {
-			i = 0
-		}
+	if t.live >= t.maxLen {
+		panic("keytable: Insert into a table of MaxLen entries")
 	}
+	n := t.live
+	t.place(h, n)
+	t.live++
+	e := t.appendEntry(n)
+	*e = entry[K, V]{key: key, val: v}
+	return &e.val
 }
 
-// Sweep looks at the entries of up to groups groups, from where the last
-// Sweep stopped, drops the stale ones and returns how many it dropped.
-// Calls that follow one another visit every entry in turn.
+// place writes the slot of entry n, whose key has hash h, in the first slot
+// of h's probe sequence that holds no entry.
+func (t *Table[K, V]) place(h uint64, n int) {
+	i := t.home(h)
+	for t.index[i] != 0 && t.index[i] != tombstone {
+		i = t.next(i)
+	}
+	if t.index[i] == 0 {
+		t.used++
+	}
+	t.index[i] = tagOf(h) | uint32(n+1)
+}
+
+// appendEntry makes room for entry n, the one after the last, and returns
+// it.
+func (t *Table[K, V]) appendEntry(n int) *entry[K, V] {
+	c := n >> chunkBits
+	if c == len(t.chunks) {
+		room := chunkLen
+		if c == 0 {
+			room = firstChunkLen
+		}
+		t.chunks = append(t.chunks, make([]entry[K, V], 0, room))
+	}
+	chunk := t.chunks[c]
+	if len(chunk) == cap(chunk) {
+		// Only the first chunk, while the table is small.
+		chunk = append(make([]entry[K, V], 0, min(2*cap(chunk), chunkLen)), chunk...)
+	}
+	t.chunks[c] = chunk[:len(chunk)+1]
+	return &t.chunks[c][len(chunk)]
+}
+
+// slotOf returns the index slot of entry n, whose key has hash h.
+func (t *Table[K, V]) slotOf(h uint64, n int) int {
+	i := t.home(h)
+	for t.index[i]&numMask != uint32(n+1) {
+		i = t.next(i)
+	}
+	return i
+}
+
+// Sweep looks at up to groups×7 entries (as many as groups of seven slots
+// hold), from where the last Sweep stopped, drops the stale ones and
+// returns how many it dropped. Calls that follow one another visit every
+// entry in turn.
 func (t *Table[K, V]) Sweep(groups int) int {
-	n := len(t.groups)
 	dropped := 0
-	for range min(groups, n) {
-		if t.cursor >= n {
+	for range min(groups*7, t.live) {
+		if t.cursor >= t.live {
 			t.cursor = 0
 		}
-		dropped += t.sweepGroup(&t.groups[t.cursor])
-		t.cursor++
+		e := t.at(t.cursor)
+		if t.stale(e.key, &e.val) {
+			t.remove(t.cursor) // the last entry moved here: look at it next
+			dropped++
+		} else {
+			t.cursor++
+		}
 	}
 	return dropped
 }
 
-// sweepGroup drops the stale entries of g.
-func (t *Table[K, V]) sweepGroup(g *group[K, V]) int {
-	dropped := 0
-	for m := tagword.FullSlots(g.ctrl); m != 0; m &= m - 1 {
-		j := tagword.SlotOf(m)
-		if !t.stale(g.entries[j].key, &g.entries[j].val) {
+// remove drops entry n, moving the last entry into its place.
+func (t *Table[K, V]) remove(n int) {
+	e := t.at(n)
+	i := t.slotOf(t.Hash(e.key), n)
+	if t.index[t.next(i)] == 0 {
+		// A probe that reaches i stops at the next slot anyway: i may be
+		// empty again.
+		t.index[i] = 0
+		t.used--
+	} else {
+		t.index[i] = tombstone
+	}
+	last := t.live - 1
+	if n != last {
+		l := t.at(last)
+		j := t.slotOf(t.Hash(l.key), last)
+		t.index[j] = t.index[j]&^numMask | uint32(n+1)
+		*e = *l
+	}
+	c := last >> chunkBits
+	t.chunks[c][len(t.chunks[c])-1] = entry[K, V]{} // for the garbage collector
+	t.chunks[c] = t.chunks[c][:len(t.chunks[c])-1]
+	t.live--
+}
+
+// dropStale drops every stale entry, keeping the others in their order. The
+// index is left stale: the caller rebuilds it.
+func (t *Table[K, V]) dropStale() {
+	kept := 0
+	for n := range t.live {
+		e := t.at(n)
+		if t.stale(e.key, &e.val) {
 			continue
 		}
-		g.entries[j] = entry[K, V]{} // for the garbage collector
-		mark := uint64(tagword.Deleted)
-		if tagword.EmptySlots(g.ctrl) != 0 {
-			// A group with an empty slot has never been full, so no probe
-			// has gone past it: the slot may be empty again.
-			mark = tagword.Empty
-			t.used--
+		if kept != n {
+			*t.at(kept) = *e
 		}
-		g.ctrl = tagword.WithSlotByte(g.ctrl, j, mark)
-		t.live--
-		dropped++
+		kept++
 	}
-	return dropped
+	if kept == t.live {
+		return
+	}
+	for n := kept; n < t.live; n++ {
+		*t.at(n) = entry[K, V]{} // for the garbage collector
+	}
+	// Keep the chunks that hold entries, and the first one.
+	chunks := max((kept+chunkLen-1)>>chunkBits, 1)
+	for c := range t.chunks {
+		switch {
+		case c >= chunks:
+			t.chunks[c] = nil
+		case c == chunks-1:
+			t.chunks[c] = t.chunks[c][:kept-c<<chunkBits]
+		}
+	}
+	t.chunks = t.chunks[:chunks]
+	t.live = kept
+	t.cursor = 0
 }
 
-// dropStale drops every stale entry.
-func (t *Table[K, V]) dropStale() {
-	for i := range t.groups {
-		t.sweepGroup(&t.groups[i])
-	}
-}
-
-// rebuild moves the entries into new storage with room for n entries at
-// most 4/7 full (n/4+1 groups), dropping deleted slots.
+// rebuild makes a new index with room for n entries, 5/8 used, and indexes
+// the entries.
 func (t *Table[K, V]) rebuild(n int) {
-	old := t.groups
-	t.groups = make([]group[K, V], n/4+1)
-	for i := range t.groups {
-		t.groups[i].ctrl = tagword.NewBucket
+	index := make([]uint32, max(n*rebuildNum/rebuildDen, minIndex))
+	t.index = index
+	t.used = 0
+	for m := range t.live {
+		t.place(t.Hash(t.at(m).key), m)
 	}
-	t.live, t.used, t.cursor = 0, 0, 0
-	for i := range old {
-		g := &old[i]
-		for m := tagword.FullSlots(g.ctrl); m != 0; m &= m - 1 {
-			e := &g.entries[tagword.SlotOf(m)]
-			t.Insert(t.Hash(e.key), e.key, e.val)
-		}
-	}
+	t.shared.Store(&index)
 }

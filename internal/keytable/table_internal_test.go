@@ -3,12 +3,12 @@
 package keytable
 
 import (
+	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/retrykit/backoff/internal/tagword"
 )
 
 type val struct {
@@ -22,60 +22,243 @@ func newTable() *Table[int, val] {
 	return t
 }
 
-// checkCounts verifies the control words against live and used, and that
-// every group keeps its spare byte deleted.
-func checkCounts(t *testing.T, tab *Table[int, val]) {
+// checkIndex verifies the index against the storage: used counts the
+// slots that are not empty, every entry has exactly one slot, with its
+// number and its hash's tag, reached by Find from its home, and the
+// storage's chunks hold exactly the entries.
+func checkIndex(t *testing.T, tab *Table[int, val]) {
 	t.Helper()
-	full, notEmpty := 0, 0
-	for i := range tab.groups {
-		ctrl := tab.groups[i].ctrl
-		require.Equal(t, uint64(tagword.Deleted), ctrl>>56, "group %d: spare byte", i)
-		for j := range tagword.Slots {
-			switch b := ctrl >> (8 * j) & 0xff; {
-			case b&tagword.Full != 0:
-				full++
-				notEmpty++
-			case b == tagword.Deleted:
-				notEmpty++
-			}
-		}
+	notEmpty := 0
+	slotOfEntry := make([]int, tab.live)
+	for i := range slotOfEntry {
+		slotOfEntry[i] = -1
 	}
-	require.Equal(t, tab.live, full)
-	require.Equal(t, tab.used, notEmpty)
+	for i, s := range tab.index {
+		if s == 0 {
+			continue
+		}
+		notEmpty++
+		if s == tombstone {
+			continue
+		}
+		n := int(s&numMask) - 1
+		require.True(t, n >= 0 && n < tab.live, "slot %d numbers entry %d of %d", i, n, tab.live)
+		require.Equal(t, -1, slotOfEntry[n], "entry %d has two slots", n)
+		slotOfEntry[n] = i
+		require.Equal(t, tagOf(tab.Hash(tab.at(n).key)), s&^numMask, "slot %d: tag", i)
+	}
+	require.Equal(t, tab.used, notEmpty, "used")
+	for n, i := range slotOfEntry {
+		require.NotEqual(t, -1, i, "entry %d has no slot", n)
+		e := tab.at(n)
+		require.Same(t, &e.val, tab.Find(tab.Hash(e.key), e.key), "entry %d (key %d)", n, e.key)
+	}
+	stored := 0
+	for c, chunk := range tab.chunks {
+		require.Len(t, chunk, min(max(tab.live-c*chunkLen, 0), chunkLen), "chunk %d", c)
+		stored += len(chunk)
+	}
+	require.Equal(t, tab.live, stored)
+	require.LessOrEqual(t, tab.used*maxLoadDen, len(tab.index)*maxLoadNum, "load")
+	if tab.index != nil {
+		require.Same(t, &tab.index[0], &(*tab.shared.Load())[0], "Prefetch sees the index")
+	}
 }
 
-// TestGrowthKeepsTheLoad: the table is never more than 7/8 used, and a
-// rebuilt one is at most 4/7 full, so a slot of 33 bytes (string keys and
-// a 16-byte value) costs at most 58 bytes per entry.
-func TestGrowthKeepsTheLoad(t *testing.T) {
+// TestTableIndexModel: random inserts, updates, stale marks and sweeps
+// against a Go map, checking the index against the storage as it goes, over
+// a key range small enough that keys come back after they were dropped.
+func TestTableIndexModel(t *testing.T) {
+	for seed := range uint64(6) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		tab := newTable()
+		model := map[int]val{}
+		keyRange := 50 + rng.IntN(5000)
+		for op := range 30_000 {
+			k := rng.IntN(keyRange)
+			h := tab.Hash(k)
+			v := tab.Find(h, k)
+			want, inModel := model[k]
+			switch {
+			case v == nil && inModel:
+				require.True(t, want.stale, "seed %d op %d: key %d lost", seed, op, k)
+				fallthrough
+			case v == nil:
+				nv := val{n: op, stale: rng.IntN(4) == 0}
+				require.Equal(t, nv, *tab.Insert(h, k, nv))
+				model[k] = nv
+			default:
+				require.True(t, inModel, "seed %d op %d: key %d found, never added", seed, op, k)
+				require.Equal(t, want, *v)
+				v.n, v.stale = op, rng.IntN(4) == 0
+				model[k] = *v
+			}
+			if rng.IntN(50) == 0 {
+				tab.Sweep(1 + rng.IntN(4))
+			}
+			if op%2500 == 0 {
+				checkIndex(t, tab)
+			}
+			// Forget what the table dropped: only stale entries may go.
+			if tab.Len() < len(model) {
+				for mk, mv := range model {
+					if tab.Find(tab.Hash(mk), mk) == nil {
+						require.True(t, mv.stale, "seed %d op %d: key %d lost", seed, op, mk)
+						delete(model, mk)
+					}
+				}
+			}
+			require.Equal(t, len(model), tab.Len(), "seed %d op %d", seed, op)
+		}
+		checkIndex(t, tab)
+	}
+}
+
+// TestTableGrowthKeepsTheLoad: the index is never more than 7/8 used, and a
+// rebuilt one is 5/8 used, so with 4-byte slots the index costs 4.6 to 6.4
+// bytes per entry.
+func TestTableGrowthKeepsTheLoad(t *testing.T) {
 	tab := newTable()
 	slots := 0
 	for k := range 200_000 {
 		tab.Insert(tab.Hash(k), k, val{n: k})
-		if tab.used*8 > tab.Slots()*7 {
-			t.Fatalf("after %d inserts: %d of %d slots used", k+1, tab.used, tab.Slots())
-		}
+		require.LessOrEqual(t, tab.used*8, tab.Slots()*7, "after %d inserts", k+1)
 		if tab.Slots() != slots {
 			slots = tab.Slots()
-			require.LessOrEqual(t, tab.live*7, slots*4, "rebuilt for %d entries", tab.live)
 			if k > 100 {
-				require.GreaterOrEqual(t, tab.live*49, slots*24, "grew by about half, not double")
+				require.InDelta(t, 0.625, float64(tab.live)/float64(slots), 0.001, "rebuilt for %d entries", tab.live)
 			}
 		}
 	}
-	checkCounts(t, tab)
+	checkIndex(t, tab)
+	room := 0
+	for _, c := range tab.chunks {
+		room += cap(c)
+	}
+	assert.Less(t, room-tab.live, chunkLen, "the storage's room beyond its entries is less than a chunk")
 }
 
-// TestProbesWrapAround: keys whose home is the last group spill into the
-// first one, and stay found after some of them are swept.
-func TestProbesWrapAround(t *testing.T) {
+// TestTableStorageNeverMoves: adding entries never copies those stored past
+// the first chunk, rebuilds included, so growth costs no copy of the
+// entries.
+func TestTableStorageNeverMoves(t *testing.T) {
 	tab := newTable()
-	for k := range 43 { // just rebuilt to 11 groups, room for 24 more
+	for k := range 3 * chunkLen {
+		tab.Insert(tab.Hash(k), k, val{n: k})
+	}
+	p := tab.Find(tab.Hash(2*chunkLen), 2*chunkLen)
+	slots := tab.Slots()
+	for k := 3 * chunkLen; k < 40*chunkLen; k++ {
+		tab.Insert(tab.Hash(k), k, val{n: k})
+	}
+	require.Greater(t, tab.Slots(), slots, "the index was rebuilt")
+	assert.Same(t, p, tab.Find(tab.Hash(2*chunkLen), 2*chunkLen))
+}
+
+// TestTableSmallStaysSmall: a table of a few entries allocates room for a
+// few, not a chunk.
+func TestTableSmallStaysSmall(t *testing.T) {
+	tab := newTable()
+	for k := range 3 {
+		tab.Insert(tab.Hash(k), k, val{n: k})
+	}
+	assert.Equal(t, firstChunkLen, cap(tab.chunks[0]))
+	assert.Equal(t, minIndex, tab.Slots())
+	for k := 3; k < 100; k++ {
+		tab.Insert(tab.Hash(k), k, val{n: k})
+	}
+	assert.Equal(t, 128, cap(tab.chunks[0]), "the first chunk doubles")
+	checkIndex(t, tab)
+}
+
+// TestTableDropStaleKeepsTheOrder: the pass before a rebuild closes the
+// gaps of the dropped entries in order, so the entries left stay in the
+// order they were added (what makes lookups in that order sequential).
+func TestTableDropStaleKeepsTheOrder(t *testing.T) {
+	tab := newTable()
+	for k := range 5000 {
+		tab.Insert(tab.Hash(k), k, val{n: k})
+	}
+	for k := range 5000 {
+		tab.Find(tab.Hash(k), k).stale = k%3 != 0
+	}
+	tab.cursor = 5
+	slots := tab.Slots()
+	for k := 5000; tab.Slots() == slots; k++ { // until a rebuild drops the stale
+		tab.Insert(tab.Hash(k), k, val{n: k})
+	}
+	require.Less(t, tab.Slots(), slots, "the index shrank")
+	checkIndex(t, tab)
+	prev := -1
+	for n := range tab.live {
+		k := tab.at(n).key
+		require.Greater(t, k, prev, "entry %d", n)
+		require.False(t, k < 5000 && k%3 != 0, "stale key %d kept", k)
+		prev = k
+	}
+	assert.Zero(t, tab.cursor, "Sweep starts over")
+}
+
+// TestTableSweepMovesTheLastEntry: a dropped entry's place is taken by the
+// last one, whose slot is renumbered; the dropped one's slot is a tombstone
+// when a probe may pass it, and empty again when none can.
+func TestTableSweepMovesTheLastEntry(t *testing.T) {
+	tab := newTable()
+	for k := range 1000 {
+		tab.Insert(tab.Hash(k), k, val{n: k})
+	}
+	tab.Find(tab.Hash(10), 10).stale = true
+	tab.cursor = 10
+	require.Equal(t, 1, tab.Sweep(1))
+	assert.Equal(t, 999, tab.at(10).key, "the last entry took the place")
+	assert.Equal(t, 999, tab.Len())
+	assert.Nil(t, tab.Find(tab.Hash(10), 10))
+	checkIndex(t, tab)
+
+	// An entry alone in its run of slots leaves an empty slot; one followed
+	// by another leaves a tombstone, which keeps the other reachable.
+	var alone, followed int
+	for n := range tab.live {
+		i := tab.slotOf(tab.Hash(tab.at(n).key), n)
+		if tab.index[tab.next(i)] == 0 {
+			alone = tab.at(n).key
+		} else {
+			followed = tab.at(n).key
+		}
+	}
+	for _, tc := range []struct {
+		key  int
+		want uint32
+	}{{followed, tombstone}, {alone, 0}} {
+		n := tab.live
+		for m := range tab.live {
+			if tab.at(m).key == tc.key {
+				n = m
+			}
+		}
+		i := tab.slotOf(tab.Hash(tc.key), n)
+		used := tab.used
+		tab.remove(n)
+		assert.Equal(t, tc.want, tab.index[i], "key %d", tc.key)
+		if tc.want == 0 {
+			assert.Equal(t, used-1, tab.used)
+		} else {
+			assert.Equal(t, used, tab.used)
+		}
+		checkIndex(t, tab)
+	}
+}
+
+// TestTableProbesWrapAround: keys whose home is the last slot spill into
+// the first ones, and stay found after some of them are dropped.
+func TestTableProbesWrapAround(t *testing.T) {
+	tab := newTable()
+	for k := range 36 { // just rebuilt to 49 slots, room for 6 more
 		tab.Insert(tab.Hash(-1-k), -1-k, val{n: -1})
 	}
-	n := len(tab.groups)
+	n := tab.Slots()
 	var keys []int
-	for k := 0; len(keys) < 2*tagword.Slots; k++ {
+	for k := 0; len(keys) < 4; k++ {
 		if tab.home(tab.Hash(k)) == n-1 {
 			keys = append(keys, k)
 		}
@@ -83,22 +266,137 @@ func TestProbesWrapAround(t *testing.T) {
 	for _, k := range keys {
 		tab.Insert(tab.Hash(k), k, val{n: k})
 	}
-	require.Equal(t, n, len(tab.groups), "no rebuild")
+	require.Equal(t, n, tab.Slots(), "no rebuild")
+	wrapped := 0
 	for _, k := range keys {
 		require.NotNil(t, tab.Find(tab.Hash(k), k), "key %d", k)
+		for m := range tab.live {
+			if tab.at(m).key == k && tab.slotOf(tab.Hash(k), m) < n-1 {
+				wrapped++
+			}
+		}
 	}
-	// The last group is full: its keys spilled over the end, to the first.
-	assert.Zero(t, tagword.EmptySlots(tab.groups[n-1].ctrl)&tagword.SlotBytes)
-	for _, k := range keys[:tagword.Slots] {
-		tab.Find(tab.Hash(k), k).stale = true
+	require.GreaterOrEqual(t, wrapped, 3, "the probes went past the last slot")
+	tab.Find(tab.Hash(keys[0]), keys[0]).stale = true
+	tab.Find(tab.Hash(keys[2]), keys[2]).stale = true
+	for tab.Sweep(100) != 0 {
 	}
-	for range n {
-		tab.Sweep(1)
-	}
-	checkCounts(t, tab)
+	checkIndex(t, tab)
 	for i, k := range keys {
-		assert.Equal(t, i < tagword.Slots, tab.Find(tab.Hash(k), k) == nil, "key %d", k)
+		assert.Equal(t, i%2 == 0, tab.Find(tab.Hash(k), k) == nil, "key %d", k)
 	}
-	// Dropped from a group that has been full: tombstones, counted as used.
-	assert.Greater(t, tab.used, tab.live)
+}
+
+// TestTableMaxLen: a table at MaxLen entries refuses more with a panic
+// (its owner stops before), and makes room again once entries go stale.
+func TestTableMaxLen(t *testing.T) {
+	tab := newTable()
+	tab.maxLen = 100
+	for k := range 100 {
+		tab.Insert(tab.Hash(k), k, val{n: k})
+	}
+	assert.PanicsWithValue(t, "keytable: Insert into a table of MaxLen entries", func() {
+		tab.Insert(tab.Hash(100), 100, val{})
+	})
+	checkIndex(t, tab)
+	tab.Find(tab.Hash(5), 5).stale = true
+	require.Equal(t, 1, tab.Sweep(100))
+	tab.Insert(tab.Hash(100), 100, val{n: 100})
+	assert.Equal(t, 100, tab.Len())
+	checkIndex(t, tab)
+}
+
+// TestTableLastNumber: the entry numbered MaxLen−1 (the index's largest
+// number, MaxLen) is told from a tombstone, found, renumbered and removed.
+// The storage below it is left unallocated.
+func TestTableLastNumber(t *testing.T) {
+	require.Equal(t, 1<<24-2, MaxLen)
+	tab := newTable()
+	tab.rebuild(4)
+	last := MaxLen - 1
+	tab.chunks = make([][]entry[int, val], last>>chunkBits+1)
+	tab.chunks[last>>chunkBits] = make([]entry[int, val], last&(chunkLen-1)+1, chunkLen)
+	const key = 7
+	h := tab.Hash(key)
+	tab.live = MaxLen
+	tab.place(h, last)
+	*tab.at(last) = entry[int, val]{key: key, val: val{n: 1}}
+	i := tab.slotOf(h, last)
+	require.NotEqual(t, uint32(tombstone), tab.index[i])
+	require.Equal(t, uint32(MaxLen), tab.index[i]&numMask)
+	require.Same(t, &tab.at(last).val, tab.Find(h, key))
+	assert.Panics(t, func() { tab.Insert(tab.Hash(8), 8, val{}) }, "full")
+	tab.remove(last)
+	assert.Nil(t, tab.Find(h, key))
+	assert.Equal(t, MaxLen-1, tab.Len())
+}
+
+// TestTablePrefetchRacesNothing: Prefetch runs without the owner's lock
+// while the table grows under it; under -race this would report a race if
+// Prefetch read what Insert writes.
+func TestTablePrefetchRacesNothing(t *testing.T) {
+	tab := newTable()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for k := range 20_000 {
+			mu.Lock()
+			tab.Insert(tab.Hash(k), k, val{n: k})
+			mu.Unlock()
+		}
+	}()
+	for k := range 20_000 {
+		tab.Prefetch(tab.Hash(k))
+	}
+	wg.Wait()
+	checkIndex(t, tab)
+	assert.Equal(t, 20_000, tab.Len())
+}
+
+// FuzzTable drives a table with a byte string of operations (insert or
+// update a key, mark it stale, sweep) against a Go map, checking the index
+// against the storage after every operation.
+func FuzzTable(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 0x81, 0x82, 0xc0, 4, 5})
+	f.Add([]byte("the quick brown fox jumps over the lazy dog, twice: the quick brown fox"))
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		tab := newTable()
+		model := map[int]val{}
+		for op, b := range ops {
+			k := int(b & 0x3f)
+			switch b >> 6 {
+			case 0, 1: // insert, or update in place
+				if v := tab.Find(tab.Hash(k), k); v != nil {
+					v.n = op
+					model[k] = *v
+				} else {
+					model[k] = *tab.Insert(tab.Hash(k), k, val{n: op})
+				}
+			case 2: // mark stale
+				if v := tab.Find(tab.Hash(k), k); v != nil {
+					v.stale = true
+					model[k] = *v
+				}
+			case 3:
+				tab.Sweep(1 + k%3)
+			}
+			checkIndex(t, tab)
+			for mk, mv := range model {
+				v := tab.Find(tab.Hash(mk), mk)
+				switch {
+				case v == nil && !mv.stale:
+					t.Fatalf("op %d: key %d lost", op, mk)
+				case v == nil:
+					delete(model, mk)
+				case *v != mv:
+					t.Fatalf("op %d: key %d: %+v, want %+v", op, mk, *v, mv)
+				}
+			}
+			if len(model) != tab.Len() {
+				t.Fatalf("op %d: %d entries, model %d", op, tab.Len(), len(model))
+			}
+		}
+	})
 }

@@ -2,9 +2,15 @@
 
 package keytable
 
+import "math"
+
 // Hashed reports whether Hash spreads keys: false in this build, whose Hash
 // is always 0, so an owner keeps one shard.
 const Hashed = false
+
+// MaxLen is the most entries a Table holds: in this build, as many as a
+// slice can.
+const MaxLen = math.MaxInt
 
 // Table maps keys to values of type V. Before Go 1.24 there is no
 // allocation-free way to hash an arbitrary comparable value
@@ -46,6 +52,9 @@ func (t *Table[K, V]) Init(_ Seed, stale Stale[K, V]) {
 
 // Hash returns 0: a map hashes by itself.
 func (t *Table[K, V]) Hash(K) uint64 { return 0 }
+
+// Prefetch does nothing in this build.
+func (t *Table[K, V]) Prefetch(uint64) {}
 
 // Len returns the number of entries.
 func (t *Table[K, V]) Len() int { return len(t.entries) }

@@ -1,0 +1,9 @@
+//go:build go1.24
+
+#include "textflag.h"
+
+// func prefetch(p *uint32)
+TEXT ·prefetch(SB), NOSPLIT|NOFRAME, $0-8
+	MOVD p+0(FP), R0
+	PRFM (R0), PLDL1KEEP
+	RET

@@ -1,0 +1,6 @@
+//go:build go1.24 && !amd64 && !arm64
+
+package keytable
+
+// prefetch does nothing on this architecture.
+func prefetch(*uint32) {}
