@@ -1,0 +1,54 @@
+package backoff_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/retrykit/backoff"
+)
+
+// readCountingClock is a fake clock that counts the readings of its time
+// (Now and Since) made through it.
+type readCountingClock struct {
+	*testingclock.FakeClock
+	reads int
+}
+
+func (c *readCountingClock) Now() time.Time {
+	c.reads++
+	return c.FakeClock.Now()
+}
+
+func (c *readCountingClock) Since(t time.Time) time.Duration {
+	c.reads++
+	return c.FakeClock.Since(t)
+}
+
+// TestRetryBudgetOnRetrysClockIsNotReadAgain: with WithMaxElapsedTime and a
+// budget on Retry's own clock, Retry reads the clock once at the start and
+// once per retry decision, and hands those readings to the budget, which
+// reads the clock no more (each attempt takes a second of the clock, so a
+// budget that read it again would see another time than Retry's).
+func TestRetryBudgetOnRetrysClockIsNotReadAgain(t *testing.T) {
+	c := &readCountingClock{FakeClock: testingclock.NewFakeClock(epoch)}
+	b := backoff.NewRetryBudget(0, 1, time.Minute, backoff.WithClock(c))
+	c.reads = 0
+	calls := 0
+	err := backoff.Retry(context.Background(), backoff.Schedule{Steps: 5},
+		func(context.Context) error {
+			c.Step(time.Second)
+			if calls++; calls < 3 {
+				return errFlaky
+			}
+			return nil
+		}, backoff.WithClock(c), backoff.WithRetryBudget(b), backoff.WithMaxElapsedTime(time.Hour))
+	require.NoError(t, err)
+	assert.Equal(t, 3, calls)
+	assert.Equal(t, 3, c.reads, "clock readings: Retry's start and one per retry, none by the budget")
+	assert.Equal(t, backoff.RetryBudgetSnapshot{Requests: 1, Retries: 2, Balance: 58}, b.Snapshot())
+}
