@@ -46,3 +46,32 @@ func TestRetryBudgetTryRetryAfterDecidesAtTheTimeGiven(t *testing.T) {
 		})
 	}
 }
+
+// TestRetryBudgetRetryAtTheHeadsEndCountsInTheNextBucket: a retry decided
+// exactly at the end of the head bucket belongs to the next bucket, even when
+// the caller's stripe still holds a lease taken in the head: it leaves the
+// window a bucket later than a retry of the head.
+func TestRetryBudgetRetryAtTheHeadsEndCountsInTheNextBucket(t *testing.T) {
+	const window = 10 * time.Second // 10 buckets of 1 s
+	fc := testingclock.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	b := NewRetryBudget(0, 10, window, WithClock(fc))
+	// Both decisions come from this frame, so from the same stripe.
+	if !b.tryRetryAt(0) {
+		t.Fatal("the first retry was refused")
+	}
+	leased := false
+	for i := range b.stripes {
+		leased = leased || b.stripes[i].lease.Load()&budgetLeaseCountMask != 0
+	}
+	if !leased {
+		t.Fatal("the first retry took no lease: the test needs one")
+	}
+	fc.Step(time.Second)
+	if !b.tryRetryAt(time.Second) {
+		t.Fatal("the retry at the head's end was refused")
+	}
+	fc.Step(window)
+	if s := b.Snapshot(); s.Retries != 1 {
+		t.Fatalf("a window after the second retry, Snapshot().Retries = %d, want 1: the retry at 1 s is still in the window, the one at 0 is not", s.Retries)
+	}
+}
