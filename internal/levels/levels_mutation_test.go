@@ -27,3 +27,31 @@ func TestLevelsPopOldestAfterFairPops(t *testing.T) {
 		t.Fatalf("Len = %d after taking every value, want 0", l.Len())
 	}
 }
+
+// TestLevelsMarkStaleVoidsTheKeysTurn: a key whose only value went stale
+// loses its turn: Pop hands out the current values of the other keys, in
+// turn, and never an empty key's nothing.
+func TestLevelsMarkStaleVoidsTheKeysTurn(t *testing.T) {
+	l := levels.New(func(v string) string { return v[:1] })
+	stale := map[string]bool{}
+	l.SetCurrent(func(v string) bool { return !stale[v] })
+	for _, v := range []string{"a1", "b1", "c1"} {
+		l.Push(1, v)
+	}
+	stale["a1"] = true
+	l.MarkStale(1, "a1")
+	var got []string
+	for range 2 {
+		v, p := l.Pop()
+		for stale[v] { // a stale value may come first: skip it
+			v, p = l.Pop()
+		}
+		if p != 1 {
+			t.Fatalf("Pop = %q at %d, want priority 1", v, p)
+		}
+		got = append(got, v)
+	}
+	if got[0] != "b1" || got[1] != "c1" {
+		t.Fatalf("current values popped = %q, want [b1 c1]", got)
+	}
+}
