@@ -55,3 +55,21 @@ func TestLevelsMarkStaleVoidsTheKeysTurn(t *testing.T) {
 		t.Fatalf("current values popped = %q, want [b1 c1]", got)
 	}
 }
+
+// TestLevelsPopOldestOfAKeysLastValueEndsItsTurn: a key whose last value
+// PopOldest takes leaves the serving order: Pop then serves the other keys.
+func TestLevelsPopOldestOfAKeysLastValueEndsItsTurn(t *testing.T) {
+	l := levels.New(func(v string) string { return v[:1] })
+	l.TrackOldest()
+	for _, v := range []string{"a1", "b1", "c1"} {
+		l.Push(1, v)
+	}
+	if v := l.PopOldest(1); v != "a1" {
+		t.Fatalf("PopOldest(1) = %q, want a1", v)
+	}
+	for _, want := range []string{"b1", "c1"} {
+		if v, _ := l.Pop(); v != want {
+			t.Fatalf("Pop = %q, want %q: a has no value left", v, want)
+		}
+	}
+}
