@@ -73,3 +73,25 @@ func TestLevelsPopOldestOfAKeysLastValueEndsItsTurn(t *testing.T) {
 		}
 	}
 }
+
+// TestLevelsClearThenTrackOldestAgain: after Clear, a set that tracks the
+// oldest value starts afresh: the values pushed next come out oldest first.
+func TestLevelsClearThenTrackOldestAgain(t *testing.T) {
+	l := levels.New(func(v string) string { return v[:1] })
+	l.TrackOldest()
+	for _, v := range []string{"a1", "b1", "a2"} {
+		l.Push(1, v)
+	}
+	l.Clear(func(string) {})
+	for _, v := range []string{"c1", "d1", "c2"} {
+		l.Push(1, v)
+	}
+	for _, want := range []string{"c1", "d1", "c2"} {
+		if v := l.PopOldest(1); v != want {
+			t.Fatalf("after Clear, PopOldest(1) = %q, want %q", v, want)
+		}
+	}
+	if l.Len() != 0 {
+		t.Fatalf("Len = %d, want 0", l.Len())
+	}
+}
