@@ -95,3 +95,18 @@ func TestLevelsClearThenTrackOldestAgain(t *testing.T) {
 		t.Fatalf("Len = %d, want 0", l.Len())
 	}
 }
+
+// TestLevelsCapCountsTheArrivals: with TrackOldest, the FIFO of arrivals is
+// memory of the level too, and Cap counts it.
+func TestLevelsCapCountsTheArrivals(t *testing.T) {
+	key := func(v string) string { return v[:1] }
+	plain, tracked := levels.New(key), levels.New(key)
+	tracked.TrackOldest()
+	for _, v := range []string{"a1", "a2", "b1"} {
+		plain.Push(1, v)
+		tracked.Push(1, v)
+	}
+	if plain.Cap() >= tracked.Cap() {
+		t.Fatalf("Cap = %d with TrackOldest, %d without: the arrivals' FIFO is not counted", tracked.Cap(), plain.Cap())
+	}
+}
