@@ -52,3 +52,18 @@ func TestRetryBudgetOnRetrysClockIsNotReadAgain(t *testing.T) {
 	assert.Equal(t, 3, c.reads, "clock readings: Retry's start and one per retry, none by the budget")
 	assert.Equal(t, backoff.RetryBudgetSnapshot{Requests: 1, Retries: 2, Balance: 58}, b.Snapshot())
 }
+
+// TestRetryBudgetWindowNotAMultipleOfItsBuckets: a window of 21 ns has
+// buckets of 2 ns. The budget counts requests over the last 10 buckets and
+// retries over 11, so that the retries of any 21 ns stay within what its
+// requests pay for: 20 ns later, the retry at 0 still counts (10 buckets
+// would have dropped it) and the request at 0 no longer does.
+func TestRetryBudgetWindowNotAMultipleOfItsBuckets(t *testing.T) {
+	fc := testingclock.NewFakeClock(epoch)
+	b := backoff.NewRetryBudget(1, 0, 21*time.Nanosecond, backoff.WithClock(fc))
+	b.RecordRequest()
+	require.True(t, b.TryRetry(), "one request pays for one retry")
+	fc.Step(20 * time.Nanosecond)
+	b.RecordRequest()
+	assert.False(t, b.TryRetry(), "the request at 20 ns pays for one retry, and the one at 0 is still counted")
+}
