@@ -1,6 +1,7 @@
 package backoff
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -28,4 +29,13 @@ func TestBucketGiveBackAtAZeroLimit(t *testing.T) {
 	s.giveBack(&r, 0, limit, burst, &lastEvent)
 	assert.Equal(t, maxDuration, lastEvent)
 	assert.InDelta(t, 2.0, s.tokensAt(0, limit, burst), 1e-9, "the token is back")
+}
+
+// TestDurationFromTokensAtTwoToThe63: tokens whose time is exactly 2^63 ns,
+// which float64(maxDuration) rounds to, saturate at the largest duration
+// instead of converting out of range (to the smallest duration on amd64).
+func TestDurationFromTokensAtTwoToThe63(t *testing.T) {
+	tokens := math.Ldexp(1, 63) / float64(time.Second) // at a limit of 1 per second
+	assert.Equal(t, math.Ldexp(1, 63), tokens*float64(time.Second), "the product is exactly 2^63")
+	assert.Equal(t, maxDuration, durationFromTokens(1, tokens))
 }
