@@ -110,3 +110,28 @@ func TestLevelsCapCountsTheArrivals(t *testing.T) {
 		t.Fatalf("Cap = %d with TrackOldest, %d without: the arrivals' FIFO is not counted", tracked.Cap(), plain.Cap())
 	}
 }
+
+// TestLevelsReuseEmptyLevelsAcrossManyPriorities: a set that has held
+// values at 8 priorities at once, and then goes through many more
+// priorities one value at a time, reuses its empty levels instead of keeping
+// one for every priority it has seen.
+func TestLevelsReuseEmptyLevelsAcrossManyPriorities(t *testing.T) {
+	for _, key := range []func(int) string{nil, func(int) string { return "k" }} {
+		l := levels.New(key)
+		for p := 1; p <= 8; p++ {
+			l.Push(p, p)
+		}
+		for l.Len() > 0 {
+			l.Pop()
+		}
+		for p := 9; p <= 100; p++ {
+			l.Push(p, p)
+			if v, got := l.Pop(); v != p || got != p {
+				t.Fatalf("Pop = %d at %d, want %d at %d", v, got, p, p)
+			}
+		}
+		if n := l.NumLevels(); n > 9 {
+			t.Fatalf("NumLevels() = %d after 100 priorities: empty levels are not reused", n)
+		}
+	}
+}
