@@ -39,14 +39,17 @@ func TestRetryBudgetOnRetrysClockIsNotReadAgain(t *testing.T) {
 	b := backoff.NewRetryBudget(0, 1, time.Minute, backoff.WithClock(c))
 	c.reads = 0
 	calls := 0
-	err := backoff.Retry(context.Background(), backoff.Schedule{Steps: 5},
-		func(context.Context) error {
-			c.Step(time.Second)
-			if calls++; calls < 3 {
-				return errFlaky
-			}
-			return nil
-		}, backoff.WithClock(c), backoff.WithRetryBudget(b), backoff.WithMaxElapsedTime(time.Hour))
+	var err error
+	waitForCall(t, "Retry to return", func() {
+		err = backoff.Retry(context.Background(), backoff.Schedule{Steps: 5},
+			func(context.Context) error {
+				c.Step(time.Second)
+				if calls++; calls < 3 {
+					return errFlaky
+				}
+				return nil
+			}, backoff.WithClock(c), backoff.WithRetryBudget(b), backoff.WithMaxElapsedTime(time.Hour))
+	}, c.FakeClock)
 	require.NoError(t, err)
 	assert.Equal(t, 3, calls)
 	assert.Equal(t, 3, c.reads, "clock readings: Retry's start and one per retry, none by the budget")
