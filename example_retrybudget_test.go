@@ -35,7 +35,9 @@ func ExampleWithRetryBudget() {
 	attempts := 0
 	err := backoff.Retry(context.Background(), backoff.Schedule{Duration: time.Second, Steps: 5},
 		func(context.Context) error { attempts++; return errDown },
-		backoff.WithClock(fc), backoff.WithRetryBudget(budget))
+		backoff.WithClock(fc), backoff.WithRetryBudget(budget),
+		// Steps the fake clock through any wait, as a real one would pass.
+		backoff.WithNotify(func(_ int, _ error, next time.Duration) { fc.Step(next) }))
 	var re *backoff.RetryError
 	fmt.Println(attempts, errors.Is(err, backoff.ErrRetryBudgetExhausted), errors.Is(err, errDown), errors.As(err, &re))
 	fmt.Println(err)
