@@ -333,7 +333,7 @@ func TestRunWorkersRequeuesAtPriority(t *testing.T) {
 	q.AddWithOptions(at(-1000), "end")
 	ctx, cancel := context.WithCancel(context.Background())
 	var seen []string
-	backoff.RunWorkers(ctx, q, 1, func(_ context.Context, item string) (backoff.Result, error) {
+	worker := func(_ context.Context, item string) (backoff.Result, error) {
 		seen = append(seen, item)
 		switch item {
 		case "err":
@@ -351,7 +351,12 @@ func TestRunWorkersRequeuesAtPriority(t *testing.T) {
 		}
 		cancel()
 		return backoff.Result{}, nil
-	})
+	}
+	// The worker cancels ctx at "end"; the deadline turns a queue that never
+	// hands "end" out (or a RunWorkers that never returns) into a failure
+	// that says so, instead of go test's timeout.
+	waitForCall(t, "RunWorkers to hand out every item and return once \"end\" cancels it",
+		func() { backoff.RunWorkers(ctx, q, 1, worker) }, fc)
 	assert.Equal(t, []string{"err", "err-set", "after", "after-set", "keep", "set", "end"}, seen, "highest priority first")
 	got := map[string]int{}
 	for _, w := range q.TakeWaiting() {
