@@ -400,3 +400,36 @@ func FuzzTable(f *testing.F) {
 		}
 	})
 }
+
+// TestTableDropStaleAtChunkEdges: when the entries kept by a rebuild end at
+// or next to a chunk's edge, the chunks kept are exactly those that hold
+// them (one fewer and an entry has nowhere to live; one more and the last
+// chunk is cut at a negative length).
+func TestTableDropStaleAtChunkEdges(t *testing.T) {
+	for _, keep := range []int{1, chunkLen - 1, chunkLen, chunkLen + 1, 2*chunkLen - 1, 2 * chunkLen} {
+		tab := newTable()
+		const n = 3*chunkLen + 100
+		for k := range n {
+			tab.Insert(tab.Hash(k), k, val{n: k})
+		}
+		for k := keep; k < n; k++ {
+			tab.Find(tab.Hash(k), k).stale = true
+		}
+		tab.dropStale()
+		require.Equal(t, keep, tab.Len(), "keep %d", keep)
+		require.Len(t, tab.chunks, (keep+chunkLen-1)/chunkLen, "keep %d: chunks", keep)
+		for c, chunk := range tab.chunks {
+			require.Len(t, chunk, min(chunkLen, keep-c*chunkLen), "keep %d: chunk %d", keep, c)
+			for i, e := range chunk[len(chunk):cap(chunk)] {
+				// Dropped entries are cleared, so that their keys and values
+				// can be collected.
+				require.Zero(t, e, "keep %d: chunk %d, free place %d", keep, c, len(chunk)+i)
+			}
+		}
+		tab.rebuild(tab.Len())
+		checkIndex(t, tab)
+		for k := range keep {
+			require.NotNil(t, tab.Find(tab.Hash(k), k), "keep %d: key %d", keep, k)
+		}
+	}
+}
