@@ -78,7 +78,13 @@ func TestPollUntilContextCancel(t *testing.T) {
 func TestPollZeroIntervalChecksBackToBack(t *testing.T) {
 	hc := newHandshakeClock()
 	p := &pollScript{hc: hc, doneAt: 5}
-	require.NoError(t, backoff.PollUntilContextCancel(context.Background(), 0, false, p.check, backoff.WithClock(hc)))
+	var err error
+	// A poll that waited on a timer for a zero interval would block for
+	// ever on the fake clock: the deadline names it in seconds.
+	waitForCall(t, "a zero-interval poll to check five times without waiting", func() {
+		err = backoff.PollUntilContextCancel(context.Background(), 0, false, p.check, backoff.WithClock(hc))
+	}, hc)
+	require.NoError(t, err)
 	assert.Equal(t, make([]time.Duration, 5), p.at)
 	assert.Empty(t, hc.armed, "no timer for a zero interval")
 }

@@ -294,3 +294,13 @@ func TestScheduleDelay(t *testing.T) {
 	assert.Equal(t, time.Duration(math.MaxInt64),
 		backoff.Schedule{Duration: time.Hour, Factor: 2, Jitter: 1}.Delay(100), "jitter saturates too")
 }
+
+// With a Factor of 1 the wait does not grow, so Delay returns Duration
+// exactly, as Retry waits it: not Duration·1.0 in float64, which rounds a
+// Duration above 2^53 ns (104 days) to an even neighbour.
+func TestScheduleDelayFactorOneKeepsDurationExactly(t *testing.T) {
+	odd := time.Duration(1<<53 + 1)
+	for n := 1; n <= 3; n++ {
+		assert.Equal(t, odd, backoff.Schedule{Duration: odd, Factor: 1}.Delay(n), "failure %d", n)
+	}
+}
