@@ -2,16 +2,16 @@ package backoff_test
 
 import (
 	"fmt"
-	"math"
-	"sync"
-	"testing"
-	"time"
-
+	"github.com/retrykit/backoff"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	testingclock "k8s.io/utils/clock/testing"
-
-	"github.com/retrykit/backoff"
+	"math"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
 )
 
 // newFakeBackOff returns a Backoff without jitter on a fake clock at epoch.
@@ -451,4 +451,267 @@ func TestBackoffJitterIsTheBackOffWindow(t *testing.T) {
 		assert.True(t, b.IsInBackOffSinceUpdate(id, failedAt.Add(d-1)), "%s: 1ns before its delay %v", id, d)
 		assert.False(t, b.IsInBackOffSinceUpdate(id, failedAt.Add(d)), "%s: at its delay %v", id, d)
 	}
+}
+
+// The timelines of seeds 000 and 001 (see /work/shared/seeds), reproduced on
+// a fake clock. examples/demo/crashloop.go prints the same timelines.
+
+// tickerGaps runs flowcontrol.Backoff's classic ticker loop: NewBackOff(5s, 60s), a 1 s ticker, work
+// gated by IsInBackOffSince(id, lastDo), and after each run Next(id, now) and
+// lastDo = now + lag. It returns the first n gaps between runs (from the
+// previous lastDo, as the seed prints them).
+func tickerGaps(t *testing.T, lag time.Duration, n int) []time.Duration {
+	t.Helper()
+	fc := testingclock.NewFakeClock(epoch)
+	b := backoff.NewBackOff(5*time.Second, 60*time.Second, backoff.WithClock(fc))
+	const id = "test"
+	lastDo := fc.Now()
+	next := epoch // time of the next tick: the ticker keeps its own schedule
+	var gaps []time.Duration
+	for len(gaps) < n {
+		next = next.Add(time.Second)
+		fc.SetTime(next)
+		if b.IsInBackOffSince(id, lastDo) {
+			continue
+		}
+		now := fc.Now()
+		gaps = append(gaps, now.Sub(lastDo))
+		b.Next(id, now)
+		fc.Step(lag) // the time the loop body takes before it reads lastDo
+		lastDo = fc.Now()
+	}
+	return gaps
+}
+
+func TestBackoffTickerGatedWorkRunsAt1And6And11Seconds(t *testing.T) {
+	s := time.Second
+	// On exact ticks the run waits exactly its window: the tick at the
+	// window's end is no longer in backoff (Since == backoff is not < it).
+	assert.Equal(t, []time.Duration{1 * s, 5 * s, 10 * s, 20 * s, 40 * s, 60 * s, 60 * s}, tickerGaps(t, 0, 7))
+
+	// The seed's real-clock log shows 1, 6, 11, 21, 41 s (5.999162394s,
+	// 10.9999193s, ...): there lastDo is read a moment after the tick, so the
+	// tick at the window's end comes a hair early relative to it and is
+	// still in backoff; the run slips to the next tick, a hair short of a
+	// whole second later. A 1 ms lag reproduces that.
+	ms := time.Millisecond
+	assert.Equal(t, []time.Duration{1 * s, 6*s - ms, 11*s - ms, 21*s - ms, 41*s - ms, 61*s - ms}, tickerGaps(t, ms, 6))
+}
+
+// A restart is one restart of the container by the kubelet model below.
+type restart struct {
+	at       time.Duration // since the first crash
+	waited   time.Duration // since the crash it follows
+	backoff  time.Duration // Get after the restart's Next
+	attempts int           // Attempts after the restart's Next
+}
+
+// crashLoop models kubelet restarting one container. The Backoff
+// is kubelet's, NewBackOff(10s, 300s), keyed by pod and container. The sync
+// loop runs on every whole second from t = 0; the container starts at t = 0
+// and crashes at once. At each sync, a container whose crash time has come
+// (crash time ≤ now) is exited with FinishedAt = crash time, and kubelet's
+// doBackOff decides: IsInBackOffSince(key, FinishedAt) means wait for a later
+// sync; otherwise Next(key, FinishedAt) and restart the container now.
+// runs[i] is how long the container runs after restart i (0: it crashes at
+// once). crashLoop returns the restarts, one per element of runs.
+func crashLoop(t *testing.T, runs []time.Duration) []restart {
+	t.Helper()
+	fc := testingclock.NewFakeClock(epoch)
+	b := backoff.NewBackOff(10*time.Second, 300*time.Second, backoff.WithClock(fc))
+	const key = "default/web_app" // pod and container, as kubelet's stable key
+	crashAt := epoch
+	var restarts []restart
+	for len(restarts) < len(runs) {
+		now := fc.Now()
+		if !crashAt.After(now) { // exited; FinishedAt = crashAt
+			if !b.IsInBackOffSince(key, crashAt) {
+				b.Next(key, crashAt)
+				restarts = append(restarts, restart{
+					at:       now.Sub(epoch),
+					waited:   now.Sub(crashAt),
+					backoff:  b.Get(key),
+					attempts: b.Attempts(key),
+				})
+				crashAt = now.Add(runs[len(restarts)-1])
+			}
+		}
+		fc.Step(time.Second)
+	}
+	return restarts
+}
+
+func TestBackoffCrashLoopBackOffMatchesKubelet(t *testing.T) {
+	s := time.Second
+	stable := 10*time.Minute + time.Second // > 2×300 s: the entry expires
+	runs := []time.Duration{0, 0, 0, 0, 0, 0, 0, stable, 0, 0, 0}
+	want := []restart{
+		{0, 0, 10 * s, 1}, // first crash: no entry, restarted at the next sync
+		{10 * s, 10 * s, 20 * s, 2},
+		{30 * s, 20 * s, 40 * s, 3},
+		{70 * s, 40 * s, 80 * s, 4},
+		{150 * s, 80 * s, 160 * s, 5},
+		{310 * s, 160 * s, 300 * s, 6},
+		{610 * s, 300 * s, 300 * s, 7},
+		{910 * s, 300 * s, 300 * s, 8}, // then runs for 10m1s
+		{1511 * s, 0, 10 * s, 1},       // the entry had expired: back to 10 s
+		{1521 * s, 10 * s, 20 * s, 2},
+		{1541 * s, 20 * s, 40 * s, 3},
+	}
+	assert.Equal(t, want, crashLoop(t, runs))
+}
+
+func TestBackoffCrashLoopStableForExactly2xMaxIsNotEnough(t *testing.T) {
+	// Expiry needs more than 2×max (strictly): a container that crashes
+	// exactly 600 s after its restart still waits the full 300 s.
+	runs := []time.Duration{0, 0, 0, 0, 0, 0, 0, 10 * time.Minute, 0}
+	got := crashLoop(t, runs)
+	last := got[len(got)-1]
+	assert.Equal(t, 300*time.Second, last.waited)
+	assert.Equal(t, 300*time.Second, last.backoff)
+	assert.Equal(t, 9, last.attempts)
+}
+
+// FuzzBackoffNext drives a Backoff with arbitrary parameters through a
+// sequence of operations on a few ids while the fake clock jumps forward and
+// backward. The constructor may panic only for the documented bad input;
+// afterwards nothing panics, and every id's delay is 0 (no entry) or within
+// [initial, max], its attempt count positive exactly when it has a delay.
+func FuzzBackoffNext(f *testing.F) {
+	f.Add(int64(time.Second), int64(time.Minute), 0.0, []byte{0, 0, 0, 1, 0, 2, 0, 3, 4, 5})
+	f.Add(int64(5*time.Second), int64(60*time.Second), 0.5, []byte{0, 8, 16, 1, 9, 0, 2, 6, 7})
+	f.Add(int64(1), int64(math.MaxInt64), 1e300, []byte{0, 0, 0, 0, 1, 1, 2, 0})
+	f.Add(int64(math.MaxInt64), int64(math.MaxInt64), 1.0, []byte{0, 1, 0, 2, 0, 3})
+	f.Add(int64(0), int64(time.Minute), 0.0, []byte{0})
+	f.Add(int64(time.Minute), int64(time.Second), 0.1, []byte{0})
+	f.Add(int64(time.Second), int64(time.Minute), math.NaN(), []byte{0})
+	f.Add(int64(time.Second), int64(time.Minute), math.Inf(1), []byte{0})
+	f.Add(int64(time.Second), int64(-1), -1.0, []byte{0})
+	f.Fuzz(func(t *testing.T, initialNs, maxNs int64, jitter float64, ops []byte) {
+		initial, maxDelay := time.Duration(initialNs), time.Duration(maxNs)
+		valid := initial > 0 && maxDelay >= initial && jitter >= 0 && !math.IsInf(jitter, 0) && !math.IsNaN(jitter)
+		fc := testingclock.NewFakeClock(epoch)
+		b, msg := construct(initial, maxDelay, jitter, backoff.WithClock(fc))
+		if !valid {
+			if !strings.HasPrefix(msg, "backoff: NewBackOffWithJitter: ") {
+				t.Fatalf("NewBackOffWithJitter(%v, %v, %v): want a panic naming the function, got %q", initial, maxDelay, jitter, msg)
+			}
+			return
+		}
+		if msg != "" {
+			t.Fatalf("NewBackOffWithJitter(%v, %v, %v) panicked: %s", initial, maxDelay, jitter, msg)
+		}
+
+		ids := [4]string{"a", "b", "c", "d"}
+		// Clock steps scale with max, so that expiry (2×max) comes into play.
+		unit := max(maxDelay/8, 1)
+		for _, op := range ops {
+			id := ids[op>>6]
+			arg := time.Duration(op>>3&7) * unit
+			now := fc.Now()
+			switch op & 7 {
+			case 0:
+				b.Next(id, now)
+			case 1:
+				b.Next(id, now.Add(-arg)) // an event in the past
+			case 2:
+				fc.Step(arg)
+			case 3:
+				fc.SetTime(now.Add(-arg)) // the clock goes back
+			case 4:
+				_ = b.IsInBackOffSince(id, now.Add(-arg))
+			case 5:
+				_ = b.IsInBackOffSinceUpdate(id, now.Add(arg))
+			case 6:
+				b.GC()
+			case 7:
+				b.Reset(id)
+			}
+			for _, id := range ids {
+				d, n := b.Get(id), b.Attempts(id)
+				if d != 0 && (d < initial || d > maxDelay) {
+					t.Fatalf("Get(%s) = %v, outside [%v, %v]", id, d, initial, maxDelay)
+				}
+				if (d == 0) != (n == 0) || n < 0 {
+					t.Fatalf("Get(%s) = %v with Attempts = %d", id, d, n)
+				}
+			}
+		}
+	})
+}
+
+// construct calls NewBackOffWithJitter and returns its panic message, if any.
+func construct(initial, maxDelay time.Duration, jitter float64, opts ...backoff.Option) (b *backoff.Backoff, msg string) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg = fmt.Sprint(r)
+		}
+	}()
+	return backoff.NewBackOffWithJitter(initial, maxDelay, jitter, opts...), ""
+}
+
+// Benchmarks of the hot paths over 1 id (every call on one shard: the worst
+// case for contention) and over 100,000 ids (calls spread over the shards,
+// entries beyond the caches), serial and parallel. They use the real clock:
+// a FakeClock takes a lock on every read and would measure itself. The ids
+// are generated beforehand, so the steady state allocates nothing.
+
+var benchIDs = func() []string {
+	ids := make([]string, 100_000)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("namespace-%d/pod-%d_container", i%100, i)
+	}
+	return ids
+}()
+
+func benchBackoff(b *testing.B, keys int) (*backoff.Backoff, []string) {
+	b.Helper()
+	// max of an hour: nothing expires while the benchmark runs.
+	bo := backoff.NewBackOffWithJitter(time.Millisecond, time.Hour, 0.1)
+	ids := benchIDs[:keys]
+	now := time.Now()
+	for _, id := range ids {
+		bo.Next(id, now)
+	}
+	return bo, ids
+}
+
+func benchmarkBackoff(b *testing.B, op func(bo *backoff.Backoff, id string, now time.Time)) {
+	for _, keys := range []int{1, 100_000} {
+		b.Run(fmt.Sprintf("keys=%d/serial", keys), func(b *testing.B) {
+			bo, ids := benchBackoff(b, keys)
+			now := time.Now()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				op(bo, ids[i%len(ids)], now)
+			}
+		})
+		b.Run(fmt.Sprintf("keys=%d/parallel", keys), func(b *testing.B) {
+			bo, ids := benchBackoff(b, keys)
+			now := time.Now()
+			var start atomic.Int64
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				i := int(start.Add(7919)) // each goroutine from its own place
+				for pb.Next() {
+					op(bo, ids[i%len(ids)], now)
+					i++
+				}
+			})
+		})
+	}
+}
+
+func BenchmarkBackoffNext(b *testing.B) {
+	benchmarkBackoff(b, func(bo *backoff.Backoff, id string, now time.Time) { bo.Next(id, now) })
+}
+
+func BenchmarkBackoffIsInBackOffSince(b *testing.B) {
+	benchmarkBackoff(b, func(bo *backoff.Backoff, id string, now time.Time) { bo.IsInBackOffSince(id, now) })
+}
+
+func BenchmarkBackoffGet(b *testing.B) {
+	benchmarkBackoff(b, func(bo *backoff.Backoff, id string, _ time.Time) { bo.Get(id) })
 }

@@ -1,11 +1,12 @@
 package backoff
 
 import (
+	"github.com/stretchr/testify/assert"
+	"k8s.io/utils/clock"
+	testingclock "k8s.io/utils/clock/testing"
 	"math"
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/assert"
 )
 
 func TestAddDuration(t *testing.T) {
@@ -92,5 +93,58 @@ func TestRandDuration(t *testing.T) {
 		d := randDuration(time.Second)
 		assert.GreaterOrEqual(t, d, time.Duration(0))
 		assert.Less(t, d, time.Second)
+	}
+}
+
+func TestNewConfig(t *testing.T) {
+	assert.Equal(t, clock.RealClock{}, newConfig(nil).clock, "the real clock by default")
+
+	start := time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
+	fc := testingclock.NewFakeClock(start)
+	other := testingclock.NewFakeClock(start)
+	c := newConfig([]Option{WithClock(other), nil, WithClock(fc)})
+	assert.Same(t, fc, c.clock, "nil options are skipped and the last option wins")
+
+	assert.PanicsWithValue(t, "backoff: WithClock: c must not be nil, got <nil>", func() { WithClock(nil) })
+	// A typed nil passes c == nil and used to crash on first use.
+	var nilFake *testingclock.FakeClock
+	assert.PanicsWithValue(t, "backoff: WithClock: c must not be nil, got <nil>", func() { WithClock(nilFake) })
+}
+
+func TestNewConfigWithoutOptionsDoesNotAllocate(t *testing.T) {
+	allocs := testing.AllocsPerRun(100, func() { _ = newConfig(nil) })
+	assert.Zero(t, allocs)
+}
+
+func TestJitterBounds(t *testing.T) {
+	const d = time.Second
+	seen := map[time.Duration]bool{}
+	for range 1000 {
+		got := Jitter(d, 0.5)
+		assert.GreaterOrEqual(t, got, d)
+		assert.Less(t, got, d+d/2)
+		seen[got] = true
+	}
+	assert.Greater(t, len(seen), 900, "jitter should actually vary")
+}
+
+func TestJitterNoSpread(t *testing.T) {
+	for _, f := range []float64{0, -1, math.NaN()} {
+		assert.Equal(t, time.Second, Jitter(time.Second, f), "maxFactor %v means no jitter", f)
+	}
+}
+
+func TestJitterClampsAndSaturates(t *testing.T) {
+	assert.Equal(t, time.Duration(0), Jitter(-time.Second, 1), "negative d is treated as 0")
+	assert.Equal(t, time.Duration(0), Jitter(0, 1))
+	got := Jitter(time.Duration(math.MaxInt64/2), math.Inf(1))
+	assert.Equal(t, time.Duration(math.MaxInt64), got, "saturates instead of overflowing")
+	assert.GreaterOrEqual(t, Jitter(time.Duration(math.MaxInt64), 10), time.Duration(0))
+}
+
+func BenchmarkJitter(b *testing.B) {
+	b.ReportAllocs()
+	for range b.N {
+		_ = Jitter(time.Second, 0.1)
 	}
 }

@@ -3,18 +3,17 @@ package backoff_test
 import (
 	"context"
 	"errors"
+	"github.com/retrykit/backoff"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-	clocktesting "k8s.io/utils/clock/testing"
-
-	"github.com/retrykit/backoff"
 )
 
 func newFakeLimiter(r float64, burst int) (*backoff.Limiter, *clocktesting.FakeClock) {
@@ -347,4 +346,229 @@ func TestLimiterWaitDeadline(t *testing.T) {
 	require.Equal(t, 100*time.Millisecond, clk.nextArmed(t, nil), "a wait that fits the deadline waits")
 	clk.Step(100 * time.Millisecond)
 	require.NoError(t, waitFor(t, "Wait to return", done))
+}
+
+// bucketModel is the reference for FuzzLimiter: a token bucket written as
+// plainly as possible, in time.Time, with the arithmetic x/time/rate uses and
+// a latest instant that never moves back.
+type bucketModel struct {
+	limit, tokens float64
+	burst         int
+	last          time.Time
+}
+
+func (m *bucketModel) advance(now time.Time) float64 {
+	tokens := m.tokens
+	if now.After(m.last) {
+		tokens += now.Sub(m.last).Seconds() * m.limit
+	}
+	return math.Min(tokens, float64(m.burst))
+}
+
+func (m *bucketModel) settle(now time.Time) {
+	m.tokens = m.advance(now)
+	if now.After(m.last) {
+		m.last = now
+	}
+}
+
+// reserve returns the wait for n tokens at now and takes them if the wait
+// is at most maxWait.
+func (m *bucketModel) reserve(now time.Time, n int, maxWait time.Duration) (time.Duration, bool) {
+	if m.limit == backoff.InfLimit {
+		return 0, true
+	}
+	left := m.advance(now) - float64(n)
+	var wait time.Duration
+	if left < 0 {
+		if m.limit == 0 {
+			wait = math.MaxInt64
+		} else if w := -left / m.limit * 1e9; w >= math.MaxInt64 {
+			wait = math.MaxInt64
+		} else {
+			wait = time.Duration(w)
+		}
+	}
+	if n > m.burst || wait > maxWait {
+		return wait, false
+	}
+	m.tokens = left
+	if now.After(m.last) {
+		m.last = now
+	}
+	return wait, true
+}
+
+// FuzzLimiter runs a random sequence of clock steps (forward and back),
+// AllowN, ReserveN, SetLimit and SetBurst on a Limiter and on bucketModel,
+// and requires the same answers; and, for Allow alone, that what was
+// admitted never exceeds burst + rate × the time the clock advanced past
+// its latest instant (no interval is earned twice).
+func FuzzLimiter(f *testing.F) {
+	f.Add([]byte{2, 2, 2, 2, 0, 10, 2, 3, 1, 40, 2, 2, 0, 90, 3, 3})
+	f.Add([]byte{4, 0, 2, 2, 5, 9, 0, 255, 2, 2, 2, 3, 1, 1, 1, 200, 0, 7})
+	f.Add([]byte{0, 1, 2, 1, 2, 1, 2, 1, 1, 3, 0, 3, 2, 1})
+	limits := []float64{0, 0.5, 3, 7.3, 10, 1000, backoff.InfLimit}
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		clk := clocktesting.NewFakeClock(epoch)
+		l := backoff.NewLimiter(10, 3, backoff.WithClock(clk))
+		m := &bucketModel{limit: 10, burst: 3, tokens: 3, last: epoch}
+		// Admission bound, checked while the limit and burst are the
+		// initial ones and only Allow takes tokens.
+		bounded, admitted, highWater := true, 0, epoch
+		for i := 0; i+1 < len(ops); i += 2 {
+			op, arg := ops[i]%6, int(ops[i+1])
+			now := clk.Now()
+			switch op {
+			case 0:
+				clk.Step(time.Duration(arg) * 7 * time.Millisecond)
+			case 1:
+				clk.Step(-time.Duration(arg) * 5 * time.Millisecond)
+			case 2:
+				n := arg % 5
+				_, want := m.reserve(now, n, 0)
+				if got := l.AllowN(n); got != want {
+					t.Fatalf("op %d: AllowN(%d) = %v, model %v", i/2, n, got, want)
+				}
+				if want {
+					admitted += n
+				}
+			case 3:
+				n := arg % 5
+				wait, ok := m.reserve(now, n, math.MaxInt64)
+				r := l.ReserveN(n)
+				if r.OK() != ok || (ok && r.Delay() != wait) {
+					t.Fatalf("op %d: ReserveN(%d) = %v %v, model %v %v", i/2, n, r.OK(), r.Delay(), ok, wait)
+				}
+				bounded = false
+			case 4:
+				lim := limits[arg%len(limits)]
+				m.settle(now)
+				m.limit = lim
+				l.SetLimit(lim)
+				bounded = false
+			case 5:
+				b := arg % 6
+				m.settle(now)
+				m.burst = b
+				l.SetBurst(b)
+				bounded = false
+			}
+			if clk.Now().After(highWater) {
+				highWater = clk.Now()
+			}
+			if bounded {
+				limit := 10 * highWater.Sub(epoch).Seconds()
+				if float64(admitted) > 3+limit+1e-9 {
+					t.Fatalf("op %d: admitted %d > burst 3 + %v earned", i/2, admitted, limit)
+				}
+			}
+		}
+		if got, want := l.Tokens(), m.advance(clk.Now()); got != want && m.limit != backoff.InfLimit {
+			t.Fatalf("Tokens = %v, model %v", got, want)
+		}
+	})
+}
+
+// TestLimiterRefusalsRacingGrants aims at Allow's refusals without the
+// lock. At each of many instants, chosen at random within a few tokens'
+// time so that they fall on both sides of the instant a token is earned,
+// four goroutines make 40 Allows at once on one limiter. At one instant
+// every refusal leaves the bucket as it was and every grant takes exactly
+// one token, so the number granted does not depend on the interleaving: it
+// must be, round by round, what the plain reference bucket (bucketModel)
+// grants to 40 calls in a row. Between some rounds both are changed alike
+// (a reservation, a new burst or limit), which must not leave a stale
+// refusal behind.
+func TestLimiterRefusalsRacingGrants(t *testing.T) {
+	for _, tc := range []struct {
+		r     float64
+		burst int
+	}{{1e6, 100}, {10, 5}, {7.3, 3}, {1000, 1}, {3, 1}} {
+		clk := clocktesting.NewFakeClock(epoch)
+		l := backoff.NewLimiter(tc.r, tc.burst, backoff.WithClock(clk))
+		m := &bucketModel{limit: tc.r, burst: tc.burst, tokens: float64(tc.burst), last: epoch}
+		rng := rand.New(rand.NewPCG(uint64(tc.r), uint64(tc.burst)))
+		perToken := time.Duration(float64(time.Second) / tc.r)
+		const rounds, goroutines, calls = 300, 4, 10
+		for round := range rounds {
+			clk.Step(time.Duration(rng.Int64N(int64(3*perToken) + 1)))
+			now := clk.Now()
+			switch rng.IntN(10) {
+			case 0:
+				l.Reserve()
+				m.reserve(now, 1, math.MaxInt64)
+			case 1:
+				burst := 1 + rng.IntN(2*tc.burst)
+				l.SetBurst(burst)
+				m.settle(now)
+				m.burst = burst
+			case 2:
+				limit := tc.r * (0.5 + rng.Float64())
+				l.SetLimit(limit)
+				m.settle(now)
+				m.limit = limit
+			}
+			var wg sync.WaitGroup
+			var got atomic.Int64
+			for range goroutines {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range calls {
+						if l.Allow() {
+							got.Add(1)
+						}
+					}
+				}()
+			}
+			want := 0
+			for range goroutines * calls {
+				if _, ok := m.reserve(now, 1, 0); ok {
+					want++
+				}
+			}
+			wg.Wait()
+			require.Equalf(t, int64(want), got.Load(), "r=%v burst=%d round %d: granted concurrently vs by the model", tc.r, tc.burst, round)
+			require.Equalf(t, m.advance(now), l.Tokens(), "r=%v burst=%d round %d: tokens left", tc.r, tc.burst, round)
+		}
+	}
+}
+
+// TestLimiterRefusalsWhileClockMoves: two goroutines make 20,000 Allows
+// each on a limiter at 1,000,000 per second with a burst of 100 (the bench/
+// row's setting, where nearly every call is a refusal) while the clock is
+// stepped 2,000 times by 0 to 2 µs; what they admit, and what is left to
+// take afterwards, never exceeds burst + rate × elapsed. Under -race this
+// also checks that the refusals' lock-free read is synchronised with the
+// grants' writes.
+func TestLimiterRefusalsWhileClockMoves(t *testing.T) {
+	const r, burst, steps, calls = 1e6, 100, 2000, 20_000
+	clk := clocktesting.NewFakeClock(epoch)
+	l := backoff.NewLimiter(r, burst, backoff.WithClock(clk))
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range calls {
+				if l.Allow() {
+					admitted.Add(1)
+				}
+			}
+		}()
+	}
+	rng := rand.New(rand.NewPCG(23, 23))
+	for range steps {
+		clk.Step(time.Duration(rng.Int64N(3)) * time.Microsecond)
+		runtime.Gosched()
+	}
+	wg.Wait()
+	for l.Allow() {
+		admitted.Add(1)
+	}
+	elapsed := clk.Since(epoch)
+	require.LessOrEqual(t, admitted.Load(), int64(burst+r*elapsed.Seconds()), "elapsed %v", elapsed)
+	require.GreaterOrEqual(t, admitted.Load(), int64(burst), "the burst at least")
 }

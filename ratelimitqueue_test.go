@@ -2,14 +2,13 @@ package backoff_test
 
 import (
 	"context"
-	"testing"
-	"time"
-
+	"github.com/retrykit/backoff"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	testclock "k8s.io/utils/clock/testing"
 	testingclock "k8s.io/utils/clock/testing"
-
-	"github.com/retrykit/backoff"
+	"testing"
+	"time"
 )
 
 func newRateLimitingQueue(t *testing.T) (*backoff.RateLimitingQueue[string], *qLimiter[string], *testingclock.FakeClock) {
@@ -99,9 +98,9 @@ func TestRateLimitingQueueDueItemCountsAsQueued(t *testing.T) {
 	assert.Equal(t, 1, q.Len())
 }
 
-// TestRateLimitingQueueSeed003Series: seed 003's item-exponential series
+// TestRateLimitingQueueRequeuesOnControllerRuntimeSeries: controller-runtime's item-exponential series
 // (5 ms·2^n, capped at 1000 s) through the queue, exact to the nanosecond.
-func TestRateLimitingQueueSeed003Series(t *testing.T) {
+func TestRateLimitingQueueRequeuesOnControllerRuntimeSeries(t *testing.T) {
 	fc := newQueueClock()
 	l := newQLimiter[string](func(n int) time.Duration {
 		return min(5*time.Millisecond<<min(n, 30), 1000*time.Second)
@@ -168,4 +167,80 @@ func TestRateLimitingQueueGetsCountBudgetRequests(t *testing.T) {
 	_, _, shutdown = q.GetWithPriority()
 	require.True(t, shutdown)
 	assert.Equal(t, int64(4), requests(), "no request for a Get that hands out nothing")
+}
+
+// TestRateLimitingQueueRejectsALimiterOnAnotherClock: a FakeClock passed to
+// the queue or to the limiter only used to leave the other on the real clock
+// (a bucket refilling in real time under a queue whose time stands still).
+// NewRateLimitingQueue now refuses the pair when the limiter is ours.
+func TestRateLimitingQueueRejectsALimiterOnAnotherClock(t *testing.T) {
+	fc := testclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	other := testclock.NewFakeClock(fc.Now())
+	const want = "backoff: NewRateLimitingQueue: the limiter reads another clock than the queue (pass the same WithClock to both, e.g. one []Option for both)"
+	exp := backoff.NewItemExponentialFailureRateLimiter[string](time.Millisecond, time.Second)
+	for name, tt := range map[string]struct {
+		limiter backoff.RateLimiter[string]
+		queue   []backoff.Option
+	}{
+		"clock given to the queue only":   {backoff.DefaultControllerRateLimiter[string](), []backoff.Option{backoff.WithClock(fc)}},
+		"clock given to the limiter only": {backoff.DefaultControllerRateLimiter[string](backoff.WithClock(fc)), nil},
+		"two fake clocks":                 {backoff.NewBucketRateLimiter[string](10, 100, backoff.WithClock(other)), []backoff.Option{backoff.WithClock(fc)}},
+		"a bucket inside a max-of": {backoff.NewMaxOfRateLimiter(exp, backoff.NewBucketRateLimiter[string](10, 100)),
+			[]backoff.Option{backoff.WithClock(fc)}},
+		"a bucket inside a max-wait": {backoff.NewWithMaxWaitRateLimiter(backoff.NewBucketRateLimiter[string](10, 100), time.Second),
+			[]backoff.Option{backoff.WithClock(fc)}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			assert.PanicsWithValue(t, want, func() { backoff.NewRateLimitingQueue(tt.limiter, tt.queue...) })
+		})
+	}
+
+	// One options slice for both: accepted, and the bucket runs on the fake
+	// clock (the 101st requeue at one instant waits 100 ms of fake time).
+	opts := []backoff.Option{backoff.WithClock(fc), backoff.WithName("pods")}
+	q := backoff.NewRateLimitingQueue(backoff.DefaultControllerRateLimiter[string](opts...), opts...)
+	defer q.ShutDown()
+	for i := range 101 {
+		q.AddRateLimited(string(rune('a'+i%26)) + string(rune('a'+i/26)))
+	}
+	assert.Equal(t, 0, q.Len(), "all wait their 5 ms")
+	fc.Step(5 * time.Millisecond)
+	assert.Equal(t, 100, q.Len(), "the burst")
+	fc.Step(95 * time.Millisecond)
+	assert.Equal(t, 101, q.Len(), "the 101st after 100 ms of fake time")
+
+	// Both on the real clock (no WithClock anywhere), and limiters that read
+	// no clock, are accepted.
+	backoff.NewRateLimitingQueue(backoff.DefaultControllerRateLimiter[string]()).ShutDown()
+	backoff.NewRateLimitingQueue[string](exp, backoff.WithClock(fc)).ShutDown()
+}
+
+// TestRateLimitingQueueDefaultControllerMatchesControllerRuntime: with
+// DefaultControllerRateLimiter, an item that fails every time becomes ready
+// 5 ms, 10 ms, 20 ms … 655.36 s, then 1000 s after each AddRateLimited,
+// exactly to the nanosecond; Forget starts the series again.
+func TestRateLimitingQueueDefaultControllerMatchesControllerRuntime(t *testing.T) {
+	fc := newQueueClock()
+	q := backoff.NewRateLimitingQueue[string](backoff.DefaultControllerRateLimiter[string](backoff.WithClock(fc)),
+		backoff.WithClock(fc))
+	defer q.ShutDown()
+	want := func(n int) time.Duration { return min(5*time.Millisecond<<min(n, 30), 1000*time.Second) }
+	q.Add("default/cluster")
+	for n := 0; n < 25; n++ {
+		if n == 22 {
+			q.Forget("default/cluster")
+		}
+		item, _ := get(t, q.Get, fc)
+		q.AddRateLimited(item)
+		q.Done(item)
+		d := want(n)
+		if n >= 22 {
+			d = want(n - 22)
+		}
+		require.Equal(t, min(n%22+1, 22), q.NumRequeues(item), "failure %d", n+1)
+		fc.Step(d - 1)
+		require.Equal(t, 0, q.Len(), "failure %d: ready 1ns early", n+1)
+		fc.Step(1)
+		require.Equal(t, 1, q.Len(), "failure %d: not ready after %v", n+1, d)
+	}
 }

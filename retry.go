@@ -3,12 +3,11 @@ package backoff
 import (
 	"context"
 	"errors"
+	"k8s.io/utils/clock"
 	"math"
 	"strconv"
 	"strings"
 	"time"
-
-	"k8s.io/utils/clock"
 )
 
 // retryConfig holds the options that Retry reads. Its zero value is the
@@ -335,4 +334,192 @@ func RetryValue[T any](ctx context.Context, s Schedule, fn func(context.Context)
 		return err
 	}, opts...)
 	return v, err
+}
+
+// JitterKind selects how [Retry] randomises its waits, with [WithJitterKind].
+// Jitter spreads the retries of many clients that failed together, so that
+// they do not all come back at the same instant and fail again. The zero
+// value is [ProportionalJitter].
+//
+// Each kind starts from the wait the Schedule gives: b = Duration·Factor^(k-1)
+// capped at Cap. Only ProportionalJitter reads Schedule.Jitter; the others
+// decide the spread themselves and ignore it.
+type JitterKind int
+
+const (
+	// ProportionalJitter waits b plus a random part of up to Jitter·b:
+	// [Jitter](b, Schedule.Jitter), Kubernetes' jitter and the default. The
+	// wait lies in [b, b + Jitter·b), so with Cap > 0 it can exceed Cap by up
+	// to Jitter·Cap; with Jitter ≤ 0 there is no jitter at all. Use it to
+	// match Kubernetes' timing, or when the waits must not be shorter than
+	// the schedule (a server asked for at least that long).
+	ProportionalJitter JitterKind = iota
+
+	// FullJitter waits a random duration in [0, b). It spreads clients the
+	// most and, for many clients contending for one resource, finishes the
+	// work soonest with the fewest calls (the finding of AWS's "Exponential
+	// Backoff and Jitter"), at the price of sometimes retrying at once. Use
+	// it for many clients hitting one overloaded service. The wait never
+	// exceeds Cap.
+	FullJitter
+
+	// EqualJitter waits b/2 plus a random duration in [0, b/2): never less
+	// than half the schedule, so a client never retries at once, with half
+	// the spread of FullJitter. Use it when an immediate retry would be
+	// wasteful but clients still need spreading. The wait never exceeds Cap.
+	EqualJitter
+
+	// DecorrelatedJitter waits a random duration between Duration and Factor
+	// times the previous wait (the first time, Factor·Duration), capped at
+	// Cap: each wait grows from the last one actually drawn, not from the
+	// attempt count, so clients that collided once drift apart for good. With
+	// Factor 3 it is AWS's "decorrelated jitter"; with Factor ≤ 1 it waits
+	// Duration every time. Use it for long-running retry loops where
+	// clients should not resynchronise. The wait never exceeds Cap (and is
+	// Cap when Duration is above Cap).
+	DecorrelatedJitter
+
+	numJitterKinds // the number of kinds, for validation
+)
+
+// String returns the kind's name, such as "FullJitter".
+func (k JitterKind) String() string {
+	switch k {
+	case ProportionalJitter:
+		return "ProportionalJitter"
+	case FullJitter:
+		return "FullJitter"
+	case EqualJitter:
+		return "EqualJitter"
+	case DecorrelatedJitter:
+		return "DecorrelatedJitter"
+	}
+	return "JitterKind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// WithJitterKind makes [Retry] jitter its waits as k says; the default is
+// [ProportionalJitter], Kubernetes' jitter. It concerns Retry only:
+// [Schedule.Step] and [ExponentialBackoff] always jitter proportionally, as
+// in Kubernetes. A k that is not one of the JitterKind constants makes it
+// panic.
+func WithJitterKind(k JitterKind) Option {
+	if k < 0 || k >= numJitterKinds {
+		badArgument("WithJitterKind", "k must be one of the JitterKind constants", k)
+	}
+	return func(c *config) { c.retry.jitter = k }
+}
+
+// delaySequence computes Retry's waits. Unlike Schedule.Step, reaching the
+// cap does not end it, and a factor ≤ 1 means constant waits.
+type delaySequence struct {
+	kind    JitterKind
+	initial time.Duration // Schedule.Duration, ≥ 0
+	factor  float64       // > 1, or 1 for constant waits
+	jitter  float64       // for ProportionalJitter
+	limit   time.Duration // Schedule.Cap; ≤ 0: none
+	base    time.Duration // the capped exponential wait for the next retry
+	prev    time.Duration // DecorrelatedJitter: the last wait drawn
+}
+
+func newDelaySequence(s Schedule, kind JitterKind) delaySequence {
+	initial := max(s.Duration, 0)
+	factor := 1.0
+	if s.Factor > 1 { // false for NaN
+		factor = s.Factor
+	}
+	return delaySequence{
+		kind:    kind,
+		initial: initial,
+		factor:  factor,
+		jitter:  s.Jitter,
+		limit:   s.Cap,
+		base:    clampDuration(initial, s.Cap),
+		prev:    initial,
+	}
+}
+
+// next returns the wait before the next retry and advances the sequence. It
+// never returns a negative wait, never overflows, and never exceeds the cap
+// except by ProportionalJitter's jitter.
+func (q *delaySequence) next() time.Duration {
+	b := q.base
+	if q.factor > 1 {
+		q.base = clampDuration(scaleDuration(b, q.factor), q.limit)
+	}
+	switch q.kind {
+	case FullJitter:
+		return randDuration(b)
+	case EqualJitter:
+		half := b / 2
+		return b - half + randDuration(half)
+	case DecorrelatedJitter:
+		hi := max(scaleDuration(q.prev, q.factor), q.initial)
+		d := clampDuration(q.initial+randDuration(hi-q.initial), q.limit)
+		q.prev = d
+		return d
+	default:
+		return Jitter(b, q.jitter)
+	}
+}
+
+// DefaultRetry is client-go's retry.DefaultRetry: 5 attempts 10ms apart,
+// each wait stretched by up to 10%. client-go recommends it for conflicts
+// (an update racing another writer), where a quick retry should succeed.
+// It is a variable, as in client-go, to be copied: do not modify it.
+var DefaultRetry = Schedule{
+	Steps:    5,
+	Duration: 10 * time.Millisecond,
+	Factor:   1.0,
+	Jitter:   0.1,
+}
+
+// OnError calls fn, waiting s.Step() between calls, while it returns an
+// error for which retriable returns true, at most s.Steps times. It is
+// client-go's retry.OnError, for code moving from it, and has its results:
+//
+//   - nil as soon as fn succeeds;
+//   - the error as is, as soon as fn returns one that retriable rejects;
+//   - fn's last error when the attempts run out;
+//   - [ErrWaitTimeout] when s.Steps ≤ 0 (fn is never called).
+//
+// A nil retriable treats every error as retriable. OnError runs on
+// [ExponentialBackoff], and so shares its Cap quirk (kubernetes#131122): when
+// the next wait would reach s.Cap it gives up after the wait in progress,
+// however many Steps were left. New code should use [Retry] with [WithRetryable], which keeps
+// retrying at the cap, takes a context, and says how many attempts were
+// made. Waits go through the clock given with [WithClock]; a panic in fn
+// propagates, and a nil fn panics at the call.
+//
+// With [WithRetryBudget], the first call of fn counts as a request and each
+// later one must be allowed by the budget, asked after the wait that
+// precedes it; when the budget refuses, OnError returns a [*RetryError]
+// whose Reason is [ErrRetryBudgetExhausted] and whose Last is fn's last
+// error.
+//
+// client-go's retry.RetryOnConflict is OnError with apierrors.IsConflict as
+// retriable; this package does not depend on apimachinery's errors, so pass
+// that predicate yourself.
+func OnError(s Schedule, retriable func(error) bool, fn func() error, opts ...Option) error {
+	mustNotBeNil("OnError", "fn", fn == nil)
+	var last error // the last retriable error, reported instead of ErrWaitTimeout
+	gate := newBudgetGate(opts)
+	err := ExponentialBackoff(s, func() (bool, error) {
+		if err := gate.admit(last); err != nil {
+			return false, err
+		}
+		err := fn()
+		switch {
+		case err == nil:
+			return true, nil
+		case retriable == nil || retriable(err):
+			last = err
+			return false, nil
+		default:
+			return false, err
+		}
+	}, opts...)
+	if last != nil && Interrupted(err) {
+		return last
+	}
+	return err
 }

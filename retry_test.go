@@ -4,14 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"testing"
-	"time"
-
+	"github.com/retrykit/backoff"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/retrykit/backoff"
+	"io"
+	"k8s.io/utils/clock"
+	testclock "k8s.io/utils/clock/testing"
+	testingclock "k8s.io/utils/clock/testing"
+	"math"
+	"testing"
+	"time"
 )
 
 var errFlaky = errors.New("flaky")
@@ -439,4 +441,359 @@ func TestRetryErrorWithoutReason(t *testing.T) {
 	assert.Equal(t, "backoff: retry stopped after 2 attempts; last error: EOF", err.Error())
 	assert.Equal(t, []error{io.EOF}, err.Unwrap())
 	assert.Equal(t, "JitterKind(9)", backoff.JitterKind(9).String())
+}
+
+const ms = time.Millisecond
+
+// asPermanentError is an error of a user's own that is not a *PermanentError
+// but says, through an As method, that it stands for one: errors.As, and so
+// IsPermanent, find the *PermanentError through it.
+type asPermanentError struct{ err error }
+
+func (e asPermanentError) Error() string { return e.err.Error() }
+
+func (e asPermanentError) As(target any) bool {
+	if p, ok := target.(**backoff.PermanentError); ok {
+		*p = &backoff.PermanentError{Err: e.err}
+		return true
+	}
+	return false
+}
+
+// asHintError yields a Retry-After hint through its As method only, as a
+// *RetryAfterError.
+type asHintError struct{ d time.Duration }
+
+func (e asHintError) Error() string { return "throttled" }
+
+func (e asHintError) As(target any) bool {
+	if p, ok := target.(**backoff.RetryAfterError); ok {
+		*p = &backoff.RetryAfterError{Delay: e.d, Err: errFlaky}
+		return true
+	}
+	return false
+}
+
+// asHintCarrierError yields a Retry-After hint through its As method only,
+// as any carrier of a hint: it fills a target of the interface type that
+// Retry documents (a method RetryAfter() time.Duration), not a
+// *RetryAfterError.
+type asHintCarrierError struct{ d time.Duration }
+
+func (e asHintCarrierError) Error() string { return "throttled" }
+
+func (e asHintCarrierError) As(target any) bool {
+	if p, ok := target.(*interface{ RetryAfter() time.Duration }); ok {
+		*p = &backoff.RetryAfterError{Delay: e.d, Err: errFlaky}
+		return true
+	}
+	return false
+}
+
+// TestRetryClassifiesErrorsAsIsPermanentDoes: Retry and IsPermanent share
+// one classification. Before, Retry walked the chain by hand without As
+// methods, so it retried an error that IsPermanent reported (5 attempts, not
+// 1).
+func TestRetryClassifiesErrorsAsIsPermanentDoes(t *testing.T) {
+	for name, err := range map[string]error{
+		"As method":         asPermanentError{io.EOF},
+		"wrapped As method": fmt.Errorf("call: %w", asPermanentError{io.EOF}),
+		"As method in join": errors.Join(errFlaky, asPermanentError{io.EOF}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			require.True(t, backoff.IsPermanent(err))
+			r := runRetry(t, context.Background(), backoff.Schedule{Duration: 10 * ms, Steps: 5}, []error{err, err, err, err, err})
+			assert.Len(t, r.at, 1, "a permanent error is never retried")
+			assert.Equal(t, err, r.err, "returned as fn returned it")
+		})
+	}
+	assert.False(t, backoff.IsPermanent(asHintError{time.Second}))
+}
+
+// TestRetryReadsHintsThroughAsMethods: a hint that errors.As would find
+// through an As method is one for Retry too.
+func TestRetryReadsHintsThroughAsMethods(t *testing.T) {
+	r := runRetry(t, context.Background(), backoff.Schedule{Duration: 10 * ms, Factor: 2, Steps: 2},
+		[]error{fmt.Errorf("get: %w", asHintError{time.Second})})
+	assert.Equal(t, []time.Duration{0, time.Second}, r.at)
+}
+
+// TestRetryReadsHintsThroughAsMethodsOfAnyCarrier: an As method that fills
+// a target of the hint's interface type, rather than a *RetryAfterError,
+// gives a hint too, as errors.As would find it; a hint ≤ 0 given that way is
+// no hint.
+func TestRetryReadsHintsThroughAsMethodsOfAnyCarrier(t *testing.T) {
+	s := backoff.Schedule{Duration: 10 * ms, Factor: 2, Steps: 3}
+	r := runRetry(t, context.Background(), s,
+		[]error{fmt.Errorf("get: %w", asHintCarrierError{time.Second}), asHintCarrierError{0}})
+	assert.Equal(t, []time.Duration{0, time.Second, time.Second + 20*ms}, r.at)
+}
+
+// TestRetryZeroScheduleFollowsDefaultRetry: Retry(ctx, Schedule{}, fn) used
+// to call fn back to back without end (1,951,722 attempts in 100 ms). A
+// schedule that never waits and never stops now means DefaultRetry: 5
+// attempts, 10 ms apart, stretched by up to 10%.
+func TestRetryZeroScheduleFollowsDefaultRetry(t *testing.T) {
+	for name, s := range map[string]backoff.Schedule{
+		"zero":                      {},
+		"no steps, no duration":     {Factor: 2, Cap: time.Second},
+		"no steps, negative period": {Duration: -time.Second},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var waits []time.Duration
+			r := runRetry(t, context.Background(), s, nil, backoff.WithNotify(func(_ int, _ error, next time.Duration) {
+				waits = append(waits, next)
+			}))
+			require.Len(t, r.at, backoff.DefaultRetry.Steps)
+			assert.ErrorIs(t, r.err, backoff.ErrAttemptsExhausted)
+			for _, w := range waits {
+				assert.GreaterOrEqual(t, w, 10*ms)
+				assert.Less(t, w, 11*ms)
+			}
+		})
+	}
+	// Steps > 0 bounds the retries: immediate attempts are honoured.
+	r := runRetry(t, context.Background(), backoff.Schedule{Steps: 3}, nil)
+	assert.Equal(t, []time.Duration{0, 0, 0}, r.at)
+}
+
+// TestRetryRejectsSchedulesOfCenturies: an infinite Factor without a Cap, or
+// a Jitter of 1e308, asked for a 292-year wait; Retry now panics before the
+// first attempt, naming the field.
+func TestRetryRejectsSchedulesOfCenturies(t *testing.T) {
+	calls := 0
+	fn := func(context.Context) error { calls++; return errFlaky }
+	// Cancelled: the panic comes before any look at ctx, and a schedule that
+	// is wrongly let through ends at once instead of waiting for centuries
+	// of real time.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tt := range []struct {
+		s    backoff.Schedule
+		want string
+	}{
+		{backoff.Schedule{Duration: ms, Factor: math.Inf(1), Steps: 3},
+			"backoff: Retry: s.Factor must be finite when s.Cap is not set, got +Inf"},
+		{backoff.Schedule{Duration: ms, Factor: 2, Jitter: 1e308, Steps: 3},
+			"backoff: Retry: s.Jitter must be at most 10, got 1e+308"},
+		{backoff.Schedule{Duration: ms, Jitter: math.Inf(1), Steps: 3, Cap: time.Second},
+			"backoff: Retry: s.Jitter must be at most 10, got +Inf"},
+	} {
+		assert.PanicsWithValue(t, tt.want, func() { _ = backoff.Retry(ctx, tt.s, fn) })
+	}
+	assert.Zero(t, calls)
+	// With a Cap, an infinite Factor is a jump to the cap, as in Kubernetes.
+	r := runRetry(t, context.Background(), backoff.Schedule{Duration: 10 * ms, Factor: math.Inf(1), Steps: 3, Cap: time.Second}, nil)
+	assert.Equal(t, []time.Duration{0, 10 * ms, 1010 * ms}, r.at)
+}
+
+// TestRetryAcceptsJitterUpToMaxRetryJitter: MaxRetryJitter itself is a
+// Jitter Retry accepts; only a larger one panics.
+func TestRetryAcceptsJitterUpToMaxRetryJitter(t *testing.T) {
+	fc := testingclock.NewFakeClock(epoch)
+	s := backoff.Schedule{Duration: 1, Jitter: backoff.MaxRetryJitter, Steps: 1}
+	require.NotPanics(t, func() {
+		assert.NoError(t, backoff.Retry(context.Background(), s,
+			func(context.Context) error { return nil }, backoff.WithClock(fc)))
+	})
+	s.Jitter = backoff.MaxRetryJitter + 1e-9
+	assert.Panics(t, func() {
+		_ = backoff.Retry(context.Background(), s, func(context.Context) error { return nil }, backoff.WithClock(fc))
+	})
+}
+
+// FuzzRetryDelay runs Retry on any schedule, with every jitter kind and any
+// Retry-After hint, and checks each wait it announces (through WithNotify,
+// which then steps the fake clock by it): never negative, never above its
+// bound. The bound is the hint limit for a hinted error (unless hints are
+// ignored), Cap for the full, equal and decorrelated kinds, and Cap plus
+// Jitter·Cap for the proportional kind (Kubernetes' jitter on top of the
+// cap); without a Cap, only saturation bounds it.
+func FuzzRetryDelay(f *testing.F) {
+	ms := int64(time.Millisecond)
+	f.Add(10*ms, 2.0, 0.0, int64(0), uint8(0), false, int64(0), int64(-1), uint8(5))
+	f.Add(10*ms, 2.0, 0.5, 100*ms, uint8(0), false, int64(0), int64(-1), uint8(8))
+	f.Add(10*ms, 3.0, 0.0, 100*ms, uint8(1), false, int64(0), int64(-1), uint8(8))
+	f.Add(10*ms, 3.0, 0.0, 100*ms, uint8(2), false, int64(0), int64(-1), uint8(8))
+	f.Add(10*ms, 3.0, 0.0, 100*ms, uint8(3), false, int64(0), int64(-1), uint8(8))
+	f.Add(10*ms, 2.0, 0.1, 0*ms, uint8(0), true, int64(-5), int64(-1), uint8(4))
+	f.Add(10*ms, 2.0, 0.1, 0*ms, uint8(1), true, int64(math.MaxInt64), int64(2000*ms), uint8(4))
+	f.Add(10*ms, 2.0, 0.1, 0*ms, uint8(2), true, int64(24*time.Hour), int64(0), uint8(4))
+	f.Add(int64(math.MaxInt64), math.Inf(1), math.Inf(1), int64(math.MaxInt64), uint8(3), false, int64(0), int64(-1), uint8(6))
+	f.Add(int64(-1), math.NaN(), math.NaN(), int64(-1), uint8(2), false, int64(0), int64(-1), uint8(6))
+	f.Add(int64(1), 1e300, -1.0, int64(0), uint8(3), false, int64(0), int64(-1), uint8(6))
+	f.Fuzz(func(t *testing.T, duration int64, factor, jitter float64, limit int64, kind uint8, useHint bool, hint, maxHint int64, steps uint8) {
+		s := backoff.Schedule{Duration: time.Duration(duration), Factor: factor, Jitter: jitter,
+			Steps: int(steps%10) + 1, Cap: time.Duration(limit)}
+		k := backoff.JitterKind(kind % 4)
+		fc := testclock.NewFakeClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
+		opts := []backoff.Option{backoff.WithClock(fc), backoff.WithJitterKind(k)}
+		hintLimit := backoff.DefaultMaxRetryAfter
+		ignoreHints := false
+		if maxHint >= 0 {
+			opts = append(opts, backoff.WithMaxRetryAfter(time.Duration(maxHint)))
+			hintLimit, ignoreHints = time.Duration(maxHint), maxHint == 0
+		}
+		bound := wtMaxDuration
+		if s.Cap > 0 {
+			bound = s.Cap
+			if k == backoff.ProportionalJitter && jitter > 0 {
+				bound = wtSatAdd(s.Cap, wtSatScale(s.Cap, jitter))
+			}
+		}
+		if useHint && !ignoreHints && hint > 0 { // a hint ≤ 0 is no hint
+			bound = hintLimit
+		}
+		fnErr := errFlaky
+		if useHint {
+			fnErr = backoff.RetryAfter(time.Duration(hint), errFlaky)
+		}
+		waits := 0
+		opts = append(opts, backoff.WithNotify(func(attempt int, _ error, next time.Duration) {
+			waits++
+			if next < 0 || next > bound {
+				t.Fatalf("%v, wait %d of %+v: %v, want within [0, %v]", k, attempt, s, next, bound)
+			}
+			fc.Step(next)
+		}))
+		call := func() error {
+			return backoff.Retry(context.Background(), s, func(context.Context) error { return fnErr }, opts...)
+		}
+		if (math.IsInf(factor, 1) && s.Cap <= 0) || jitter > backoff.MaxRetryJitter {
+			// Waits of centuries: Retry rejects the schedule before any attempt.
+			assert.Panics(t, func() { _ = call() })
+			return
+		}
+		err := call()
+		if err == nil || waits != s.Steps-1 {
+			t.Fatalf("%d waits for %d steps, err %v", waits, s.Steps, err)
+		}
+	})
+}
+
+// TestWithJitterKindRejectsUnknownKinds: the JitterKind constants are
+// accepted; the values around them panic at the option.
+func TestWithJitterKindRejectsUnknownKinds(t *testing.T) {
+	for _, k := range []backoff.JitterKind{backoff.ProportionalJitter, backoff.FullJitter, backoff.EqualJitter, backoff.DecorrelatedJitter} {
+		assert.NotPanics(t, func() { backoff.WithJitterKind(k) }, "kind %d", k)
+	}
+	for _, k := range []backoff.JitterKind{-1, backoff.DecorrelatedJitter + 1} {
+		assert.Panics(t, func() { backoff.WithJitterKind(k) }, "kind %d", k)
+	}
+}
+
+// retryBenchClock is a clock whose timers fire as soon as they are set, so
+// that a benchmark goes through Retry's timer path (Reset, select) without
+// waiting. FakeClock would not do: its Step allocates, which would hide
+// whether Retry does.
+type retryBenchClock struct{ now time.Time }
+
+var _ clock.WithDelayedExecution = retryBenchClock{}
+
+func (c retryBenchClock) Now() time.Time                         { return c.now }
+func (c retryBenchClock) Since(t time.Time) time.Duration        { return c.now.Sub(t) }
+func (c retryBenchClock) Sleep(time.Duration)                    {}
+func (c retryBenchClock) After(d time.Duration) <-chan time.Time { return c.NewTimer(d).C() }
+func (c retryBenchClock) Tick(d time.Duration) <-chan time.Time  { return c.NewTimer(d).C() }
+
+func (c retryBenchClock) NewTimer(d time.Duration) clock.Timer {
+	t := &retryBenchTimer{ch: make(chan time.Time, 1)}
+	t.Reset(d)
+	return t
+}
+
+func (c retryBenchClock) AfterFunc(d time.Duration, f func()) clock.Timer {
+	f()
+	return c.NewTimer(d)
+}
+
+type retryBenchTimer struct{ ch chan time.Time }
+
+func (t *retryBenchTimer) C() <-chan time.Time { return t.ch }
+func (t *retryBenchTimer) Stop() bool          { return false }
+
+func (t *retryBenchTimer) Reset(time.Duration) bool {
+	select {
+	case t.ch <- time.Time{}:
+	default:
+	}
+	return false
+}
+
+// BenchmarkRetryAttempt measures what Retry adds to each attempt, in one
+// Retry call that lasts b.N attempts, so that the per-call set-up is
+// amortised away and allocs/op is the per-attempt allocation: 0.
+func BenchmarkRetryAttempt(b *testing.B) {
+	hinted := backoff.RetryAfter(time.Millisecond, errFlaky)
+	// Unlimited attempts without waits: a schedule with no Steps and no
+	// Duration would mean DefaultRetry to Retry, so Steps is set, too high
+	// to be reached.
+	noWait := backoff.Schedule{Steps: math.MaxInt}
+	cases := []struct {
+		name     string
+		schedule backoff.Schedule
+		err      error
+		opts     []backoff.Option
+	}{
+		// No wait: the bookkeeping alone (delay, classification, checks).
+		{"zero-wait", noWait, errFlaky, nil},
+		// A wait on every attempt, on a clock whose timers fire at once:
+		// timer Reset and select included.
+		{"timer", backoff.Schedule{Duration: time.Millisecond, Factor: 2, Jitter: 0.1, Cap: time.Second}, errFlaky,
+			[]backoff.Option{backoff.WithClock(retryBenchClock{})}},
+		{"timer/full-jitter", backoff.Schedule{Duration: time.Millisecond, Factor: 2, Cap: time.Second}, errFlaky,
+			[]backoff.Option{backoff.WithClock(retryBenchClock{}), backoff.WithJitterKind(backoff.FullJitter)}},
+		{"timer/decorrelated", backoff.Schedule{Duration: time.Millisecond, Factor: 3, Cap: time.Second}, errFlaky,
+			[]backoff.Option{backoff.WithClock(retryBenchClock{}), backoff.WithJitterKind(backoff.DecorrelatedJitter)}},
+		// A Retry-After hint on every error, wrapped: the error walk, and the
+		// hint's wait on a clock whose timers fire at once.
+		{"hint", noWait, fmt.Errorf("get: %w", hinted), []backoff.Option{backoff.WithClock(retryBenchClock{})}},
+		{"notify+budget", backoff.Schedule{Duration: time.Millisecond}, errFlaky,
+			[]backoff.Option{backoff.WithClock(retryBenchClock{}), backoff.WithMaxElapsedTime(time.Hour),
+				backoff.WithNotify(func(int, error, time.Duration) {})}},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			n := 0
+			err := backoff.Retry(context.Background(), c.schedule, func(context.Context) error {
+				n++
+				if n < b.N {
+					return c.err
+				}
+				return nil
+			}, c.opts...)
+			if err != nil {
+				b.Fatal(err)
+			}
+		})
+		b.Run(c.name+"/parallel", func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				err := backoff.Retry(context.Background(), c.schedule, func(context.Context) error {
+					if pb.Next() {
+						return c.err
+					}
+					return nil
+				}, c.opts...)
+				if err != nil {
+					b.Error(err)
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkRetryCall measures a whole Retry call that succeeds at once: the
+// fixed cost per call.
+func BenchmarkRetryCall(b *testing.B) {
+	b.ReportAllocs()
+	ctx := context.Background()
+	s := backoff.Schedule{Duration: time.Millisecond, Factor: 2, Steps: 5}
+	fn := func(context.Context) error { return nil }
+	for i := 0; i < b.N; i++ {
+		if err := backoff.Retry(ctx, s, fn); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

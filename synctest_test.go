@@ -15,18 +15,18 @@ package backoff_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"github.com/retrykit/backoff"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"io"
 	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
-
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
-	"github.com/retrykit/backoff"
 )
 
 // The tests of this file run the package on its default clock, the real one,
@@ -368,5 +368,88 @@ func TestSynctestRetry(t *testing.T) {
 			assert.ErrorIs(t, err, backoff.ErrMaxElapsedTime)
 			assert.Equal(t, []time.Duration{0, 10 * time.Millisecond, 30 * time.Millisecond}, *at)
 		})
+	})
+}
+
+// bubbleTimeout is how long, in real time, a synctest bubble may run before
+// the test binary panics. Inside a bubble, time is virtual, and it only
+// advances when every goroutine of the bubble is durably blocked; a goroutine
+// waiting on a sync.Cond or a mutex (a Get for an item that never becomes
+// due) is not, so a bug there hangs the bubble with its clock stopped, until
+// go test's timeout. A wait helper cannot help there (its timer would be
+// virtual too): this watchdog is armed outside the bubble, and on expiry
+// panics with the test's name, and the goroutine dump shows where the
+// bubble is stuck. A safety net, not a timing assertion: these bubbles take
+// milliseconds.
+const bubbleTimeout = 4 * waitTimeout
+
+// bubble runs f in a synctest bubble, as synctest.Test does, under the
+// watchdog described at bubbleTimeout.
+func bubble(t *testing.T, f func(*testing.T)) {
+	t.Helper()
+	name := t.Name()
+	watchdog := time.AfterFunc(bubbleTimeout, func() {
+		panic(fmt.Sprintf("%s: the synctest bubble did not end within %v real time: a goroutine of the bubble is blocked on something that does not advance its virtual clock (a Get, a lock, a sync.Cond); see its stack below", name, bubbleTimeout))
+	})
+	defer watchdog.Stop()
+	synctest.Test(t, f)
+}
+
+// endedCtx is a context that ends when end is called but has no Done
+// channel: GetContext then registers no callback to wake its getter, so the
+// getter notices the end only when something else wakes it.
+type endedCtx struct {
+	context.Context
+	err atomic.Pointer[error]
+}
+
+var errGetterGone = errors.New("getter gone")
+
+func (c *endedCtx) end()                  { c.err.Store(&errGetterGone) }
+func (c *endedCtx) Done() <-chan struct{} { return nil }
+func (c *endedCtx) Err() error {
+	if p := c.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// TestQueueEndedGetterPassesItsWakeupOn: the one Signal of an Add goes to
+// the getter that has waited longest; if that getter's context has ended, it
+// returns its error and must pass the wake-up on, or the item stays queued
+// while another getter sleeps. Deterministic: the bubble orders the two
+// getters' waits, and sync.Cond wakes the longest waiter first.
+func TestQueueEndedGetterPassesItsWakeupOn(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		q := backoff.NewQueue[int]()
+		defer q.ShutDown() // releases the plain getter if the wake-up was lost
+		ctx := &endedCtx{Context: context.Background()}
+		ended := make(chan error, 1)
+		go func() {
+			_, err := q.GetContext(ctx)
+			ended <- err
+		}()
+		synctest.Wait() // the getter with the context waits first
+		plain := getAsync[int](q)
+		synctest.Wait()
+
+		ctx.end()
+		q.Add(1) // wakes the first getter, whose context has ended
+		synctest.Wait()
+
+		select {
+		case err := <-ended:
+			assert.ErrorIs(t, err, errGetterGone)
+		default:
+			t.Fatal("the getter whose context ended did not return")
+		}
+		select {
+		case r := <-plain:
+			assert.Equal(t, getResult[int]{item: 1}, r, "the other getter has the item")
+		default:
+			t.Error("the wake-up of Add(1) was lost: the item is queued and the other getter still waits")
+			q.ShutDown()
+			<-plain
+		}
 	})
 }

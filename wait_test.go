@@ -2,14 +2,15 @@ package backoff_test
 
 import (
 	"context"
-	"math"
-	"testing"
-	"time"
-
+	"github.com/retrykit/backoff"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/retrykit/backoff"
+	"k8s.io/utils/clock"
+	testclock "k8s.io/utils/clock/testing"
+	"math"
+	"sync/atomic"
+	"testing"
+	"time"
 )
 
 // loopHelper starts one of the loop helpers with both a context and a stop
@@ -340,4 +341,311 @@ func TestWithPanicHandlerRejectsNil(t *testing.T) {
 	assert.PanicsWithValue(t, "backoff: WithPanicHandler: h must not be nil, got <nil>", func() {
 		backoff.WithPanicHandler(nil)
 	})
+}
+
+// handshakeClock is a FakeClock that tells the test about the timers the code
+// under test sets, so that a test never has to guess whether a goroutine is
+// parked on the clock:
+//
+//   - every NewTimer and Reset sends the requested delay on armed, after the
+//     timer is registered with the fake clock; a test that has received it
+//     knows that stepping the clock by that delay fires the timer;
+//   - every firing increments fired inside FakeClock.Step, on the stepping
+//     goroutine, so right after Step returns the test knows whether a timer
+//     fired.
+//
+// The timers are built on FakeClock.AfterFunc, whose callbacks run inside
+// Step with the clock's lock held: the callback therefore only sends on a
+// buffered channel and counts, and never calls the clock.
+type handshakeClock struct {
+	*testclock.FakeClock
+	start time.Time
+	armed chan time.Duration
+	fired atomic.Int64
+}
+
+var _ clock.WithDelayedExecution = (*handshakeClock)(nil)
+
+func newHandshakeClock() *handshakeClock {
+	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	return &handshakeClock{
+		FakeClock: testclock.NewFakeClock(start),
+		start:     start,
+		// Deep enough that code under test never blocks on it in these
+		// tests, which make at most a few hundred waits each.
+		armed: make(chan time.Duration, 4096),
+	}
+}
+
+// elapsed returns the fake time since the clock was made.
+func (c *handshakeClock) elapsed() time.Duration { return c.Since(c.start) }
+
+func (c *handshakeClock) NewTimer(d time.Duration) clock.Timer {
+	t := &handshakeTimer{clock: c, ch: make(chan time.Time, 1), target: c.Now().Add(d)}
+	t.inner = c.FakeClock.AfterFunc(d, t.fire)
+	c.armed <- d
+	return t
+}
+
+type handshakeTimer struct {
+	clock  *handshakeClock
+	inner  clock.Timer
+	ch     chan time.Time
+	target time.Time // written before the timer is armed, read when it fires
+}
+
+func (t *handshakeTimer) fire() {
+	select {
+	case t.ch <- t.target: // capacity 1, like a real timer's channel
+	default:
+	}
+	t.clock.fired.Add(1)
+}
+
+func (t *handshakeTimer) C() <-chan time.Time { return t.ch }
+func (t *handshakeTimer) Stop() bool          { return t.inner.Stop() }
+
+func (t *handshakeTimer) Reset(d time.Duration) bool {
+	// A fresh AfterFunc each time: FakeClock gives every AfterFunc a
+	// one-slot channel that nobody reads, so one that was Reset after firing
+	// would block the second firing, and Step with it.
+	active := t.inner.Stop()
+	t.target = t.clock.Now().Add(d)
+	t.inner = t.clock.FakeClock.AfterFunc(d, t.fire)
+	t.clock.armed <- d
+	return active
+}
+
+// nextArmed waits for the code under test to set a timer and returns its
+// delay. It fails the test if done is closed first or nothing is armed
+// within waitTimeout (a hang, not a timing assertion).
+func (c *handshakeClock) nextArmed(t *testing.T, done <-chan struct{}) time.Duration {
+	t.Helper()
+	select {
+	case d := <-c.armed:
+		return d
+	case <-done:
+		t.Fatal("the code under test returned instead of setting a timer")
+	case <-time.After(waitTimeout):
+		t.Fatalf("timed out (%v real time) waiting for the code under test to set a timer; %s", waitTimeout, describeClock(c))
+	}
+	return 0
+}
+
+// stepUntilFired steps the clock by step until one of its timers fires, and
+// returns how far it stepped. It is deterministic: the firing happens inside
+// Step, on this goroutine. It fails after limit steps.
+func (c *handshakeClock) stepUntilFired(t *testing.T, step time.Duration, limit int) time.Duration {
+	t.Helper()
+	before := c.fired.Load()
+	for i := 1; i <= limit; i++ {
+		c.Step(step)
+		if c.fired.Load() != before {
+			return time.Duration(i) * step
+		}
+	}
+	t.Fatalf("no timer fired in %d steps of %v", limit, step)
+	return 0
+}
+
+// driveLimit bounds the waits that drive steps through: no test makes
+// more than a few hundred, and code that loops for ever on the fake clock
+// (a retry that never stops) must fail the test, not step it for ever.
+const driveLimit = 4096
+
+// drive steps c by every delay the code under test arms, until done is
+// closed: the fake clock then moves exactly from one wait to the next. It
+// fails the test if the code under test neither arms a timer nor returns
+// within waitTimeout, or has not returned after driveLimit waits or
+// waitTimeout in all.
+func (c *handshakeClock) drive(t *testing.T, done <-chan struct{}) {
+	t.Helper()
+	deadline := time.NewTimer(waitTimeout)
+	defer deadline.Stop()
+	for steps := 0; ; steps++ {
+		if steps == driveLimit {
+			t.Fatalf("the code under test did not return after %d waits on the fake clock; %s", steps, describeClock(c))
+		}
+		select {
+		case d := <-c.armed:
+			c.Step(d)
+		case <-done:
+			return
+		case <-deadline.C:
+			t.Fatalf("timed out (%v real time) waiting for the code under test to return, after stepping through %d waits; %s",
+				waitTimeout, steps, describeClock(c))
+		}
+	}
+}
+
+// wtGo runs f on a new goroutine and returns a channel closed when it
+// returns.
+func wtGo(f func()) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	return done
+}
+
+// wtCanceled returns a context that is already done.
+func wtCanceled() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}
+
+// FuzzJitter checks Jitter for any d and maxFactor: never negative; d itself
+// (0 for a negative d) when there is no jitter to add; otherwise in
+// [d, d + maxFactor·d], saturating at the largest duration.
+func FuzzJitter(f *testing.F) {
+	f.Add(int64(time.Second), 0.5)
+	f.Add(int64(time.Second), 0.0)
+	f.Add(int64(time.Second), -1.0)
+	f.Add(int64(-time.Second), 1.0)
+	f.Add(int64(math.MaxInt64), 10.0)
+	f.Add(int64(math.MaxInt64/2), math.Inf(1))
+	f.Add(int64(1), math.NaN())
+	f.Add(int64(3), 1e-300)
+	f.Fuzz(func(t *testing.T, d int64, maxFactor float64) {
+		dur := time.Duration(d)
+		got := backoff.Jitter(dur, maxFactor)
+		lo := max(dur, 0)
+		hi := lo
+		if maxFactor > 0 {
+			hi = wtSatAdd(lo, wtSatScale(lo, maxFactor))
+		}
+		if got < lo || got > hi {
+			t.Fatalf("Jitter(%v, %v) = %v, want within [%v, %v]", dur, maxFactor, got, lo, hi)
+		}
+	})
+}
+
+// wtArmedDelays calls m.Backoff n times and returns the delay each call set.
+func wtArmedDelays(t *testing.T, hc *handshakeClock, m backoff.BackoffManager, n int) []time.Duration {
+	t.Helper()
+	var got []time.Duration
+	for i := 0; i < n; i++ {
+		m.Backoff()
+		got = append(got, hc.nextArmed(t, nil))
+	}
+	return got
+}
+
+func TestExponentialBackoffManagerGrowsToMax(t *testing.T) {
+	hc := newHandshakeClock()
+	m := backoff.NewExponentialBackoffManager(time.Second, 10*time.Second, time.Minute, 2, 0, backoff.WithClock(hc))
+	s := time.Second
+	assert.Equal(t, []time.Duration{1 * s, 2 * s, 4 * s, 8 * s, 10 * s, 10 * s, 10 * s}, wtArmedDelays(t, hc, m, 7))
+}
+
+func TestExponentialBackoffManagerResets(t *testing.T) {
+	const reset = 30 * time.Second
+	tests := []struct {
+		name  string
+		quiet time.Duration // fake time between the third and fourth call
+		want  time.Duration // the fourth delay
+	}{
+		{"no reset within resetDuration", reset, 8 * time.Second},
+		{"reset after more than resetDuration", reset + 1, time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hc := newHandshakeClock()
+			m := backoff.NewExponentialBackoffManager(time.Second, time.Minute, reset, 2, 0, backoff.WithClock(hc))
+			wtArmedDelays(t, hc, m, 3)
+			hc.Step(tt.quiet)
+			assert.Equal(t, []time.Duration{tt.want}, wtArmedDelays(t, hc, m, 1))
+		})
+	}
+}
+
+func TestExponentialBackoffManagerJitter(t *testing.T) {
+	hc := newHandshakeClock()
+	m := backoff.NewExponentialBackoffManager(time.Second, 4*time.Second, time.Hour, 2, 0.5, backoff.WithClock(hc))
+	for i, d := range wtArmedDelays(t, hc, m, 50) {
+		base := min(time.Second<<min(i, 2), 4*time.Second)
+		assert.GreaterOrEqual(t, d, base, "delay %d", i)
+		assert.Less(t, d, base+base/2, "delay %d: jitter adds less than jitter·delay", i)
+	}
+}
+
+func TestBackoffManagersReuseOneTimer(t *testing.T) {
+	hc := newHandshakeClock()
+	for name, m := range map[string]backoff.BackoffManager{
+		"exponential": backoff.NewExponentialBackoffManager(time.Second, 0, 0, 2, 0, backoff.WithClock(hc)),
+		"jittered":    backoff.NewJitteredBackoffManager(time.Second, 0, backoff.WithClock(hc)),
+	} {
+		first := m.Backoff()
+		hc.nextArmed(t, nil)
+		assert.Same(t, first, m.Backoff(), name)
+		hc.nextArmed(t, nil)
+	}
+}
+
+func TestJitteredBackoffManager(t *testing.T) {
+	hc := newHandshakeClock()
+	exact := backoff.NewJitteredBackoffManager(time.Second, 0, backoff.WithClock(hc))
+	assert.Equal(t, []time.Duration{time.Second, time.Second}, wtArmedDelays(t, hc, exact, 2))
+
+	jittered := backoff.NewJitteredBackoffManager(time.Second, 0.25, backoff.WithClock(hc))
+	for _, d := range wtArmedDelays(t, hc, jittered, 50) {
+		assert.GreaterOrEqual(t, d, time.Second)
+		assert.Less(t, d, 1250*time.Millisecond)
+	}
+
+	zero := backoff.NewJitteredBackoffManager(0, 0.5, backoff.WithClock(hc))
+	assert.Equal(t, []time.Duration{0}, wtArmedDelays(t, hc, zero, 1))
+}
+
+func TestBackoffUntilWithExponentialManager(t *testing.T) {
+	hc := newHandshakeClock()
+	m := backoff.NewExponentialBackoffManager(time.Second, 10*time.Second, time.Minute, 2, 0, backoff.WithClock(hc))
+	stop := make(chan struct{})
+	ran := make(chan time.Duration)
+	done := wtGo(func() { backoff.BackoffUntil(func() { ran <- hc.elapsed() }, m, true, stop) })
+	var got []time.Duration
+	for i := 0; i < 7; i++ {
+		got = append(got, waitFor(t, "the next run of f", ran, hc))
+		d := hc.nextArmed(t, done)
+		if i < 6 {
+			hc.Step(d)
+		}
+	}
+	close(stop)
+	waitFor(t, "BackoffUntil to return after stop was closed", done, hc)
+	s := time.Second
+	assert.Equal(t, []time.Duration{0, 1 * s, 3 * s, 7 * s, 15 * s, 25 * s, 35 * s}, got)
+}
+
+func TestBackoffManagersRejectBadArguments(t *testing.T) {
+	s := time.Second
+	tests := []struct {
+		name string
+		make func()
+		want string
+	}{
+		{"zero init", func() { backoff.NewExponentialBackoffManager(0, s, s, 2, 0) },
+			"backoff: NewExponentialBackoffManager: initBackoff must be positive, got 0s"},
+		{"negative max", func() { backoff.NewExponentialBackoffManager(s, -s, s, 2, 0) },
+			"backoff: NewExponentialBackoffManager: maxBackoff must not be negative, got -1s"},
+		{"max below init", func() { backoff.NewExponentialBackoffManager(2*s, s, s, 2, 0) },
+			"backoff: NewExponentialBackoffManager: maxBackoff must be 0 or at least initBackoff (2s), got 1s"},
+		{"negative reset", func() { backoff.NewExponentialBackoffManager(s, s, -s, 2, 0) },
+			"backoff: NewExponentialBackoffManager: resetDuration must not be negative, got -1s"},
+		{"NaN factor", func() { backoff.NewExponentialBackoffManager(s, s, s, math.NaN(), 0) },
+			"backoff: NewExponentialBackoffManager: backoffFactor must be a finite number ≥ 0, got NaN"},
+		{"negative jitter", func() { backoff.NewExponentialBackoffManager(s, s, s, 2, -1) },
+			"backoff: NewExponentialBackoffManager: jitter must be a finite number ≥ 0, got -1"},
+		{"negative duration", func() { backoff.NewJitteredBackoffManager(-s, 0) },
+			"backoff: NewJitteredBackoffManager: duration must not be negative, got -1s"},
+		{"infinite jitter", func() { backoff.NewJitteredBackoffManager(s, math.Inf(1)) },
+			"backoff: NewJitteredBackoffManager: jitter must be a finite number ≥ 0, got +Inf"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.PanicsWithValue(t, tt.want, tt.make)
+		})
+	}
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestLimiterSeriesIsSeed003(t *testing.T) {
+func TestLimiterSeriesMatchesControllerRuntime(t *testing.T) {
 	const ms = time.Millisecond
 	var delays []time.Duration
 	for _, s := range limiterSeries(22) {
@@ -26,7 +26,7 @@ func TestLimiterSeriesIsSeed003(t *testing.T) {
 	assert.Equal(t, 655360*ms, delays[17])
 }
 
-func TestObservedLogIsSeed003(t *testing.T) {
+func TestObservedLogMatchesControllerRuntime(t *testing.T) {
 	const ms = time.Millisecond
 	failures := observedLog(17)
 	require.Len(t, failures, 17)
@@ -40,7 +40,7 @@ func TestObservedLogIsSeed003(t *testing.T) {
 		1280 * ms, 2560 * ms, 5120 * ms, 10240 * ms, 20480 * ms, 40960 * ms, 81920 * ms, 163840 * ms}, gaps)
 }
 
-func TestPodBackoffIsSeed004(t *testing.T) {
+func TestPodBackoffMatchesScheduler(t *testing.T) {
 	const ms = time.Millisecond
 	attempts := podBackoff(7, 300*ms)
 	var backoffs []time.Duration

@@ -1,0 +1,809 @@
+package backoff_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"github.com/retrykit/backoff"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	testingclock "k8s.io/utils/clock/testing"
+	"log/slog"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// These tests cover issue 6 §4, faults in user code, where the tests of each
+// area stop: a panic in a callback after the code under test has armed
+// timers (the deferred clean-up must still run), the context a poll
+// condition received once its panic has unwound, the timer a non-sliding
+// loop arms before f panics, and a worker pool whose handler panics many
+// times for every item.
+
+// relBoom is the value the callbacks below panic with.
+type relBoom struct{ call int }
+
+// relCatch runs f on a new goroutine and returns a channel closed when f has
+// returned or panicked, and a pointer to what it panicked with (nil if it
+// returned). Read the pointer only after done is closed.
+func relCatch(f func()) (done <-chan struct{}, recovered *any) {
+	ch := make(chan struct{})
+	var r any
+	go func() {
+		defer close(ch)
+		defer func() { r = recover() }()
+		f()
+	}()
+	return ch, &r
+}
+
+// relFaultCase runs one callback-taking function of the package with a
+// callback that fails calls-1 times (an error, or a condition not yet met)
+// and then calls panicky. condCtx, if the function passes a context to the
+// callback, receives the last one.
+type relFaultCase struct {
+	name string
+	run  func(hc *handshakeClock, panicky func(call int), condCtx *context.Context)
+}
+
+var errRelTransient = errors.New("transient")
+
+// relFaultCases are the functions whose callback's panic propagates (their
+// docs say so; WithPanicHandler does not concern them). Every schedule waits
+// 1s between calls and allows 5 calls.
+var relFaultCases = []relFaultCase{
+	{"Retry", func(hc *handshakeClock, panicky func(int), _ *context.Context) {
+		call := 0
+		_ = backoff.Retry(context.Background(), backoff.Schedule{Duration: time.Second, Steps: 5}, func(context.Context) error {
+			call++
+			panicky(call)
+			return errRelTransient
+		}, backoff.WithClock(hc))
+	}},
+	{"RetryValue", func(hc *handshakeClock, panicky func(int), _ *context.Context) {
+		call := 0
+		_, _ = backoff.RetryValue(context.Background(), backoff.Schedule{Duration: time.Second, Steps: 5}, func(context.Context) (int, error) {
+			call++
+			panicky(call)
+			return 0, errRelTransient
+		}, backoff.WithClock(hc))
+	}},
+	{"OnError", func(hc *handshakeClock, panicky func(int), _ *context.Context) {
+		call := 0
+		_ = backoff.OnError(backoff.Schedule{Duration: time.Second, Steps: 5}, nil, func() error {
+			call++
+			panicky(call)
+			return errRelTransient
+		}, backoff.WithClock(hc))
+	}},
+	{"ExponentialBackoff", func(hc *handshakeClock, panicky func(int), _ *context.Context) {
+		call := 0
+		_ = backoff.ExponentialBackoff(backoff.Schedule{Duration: time.Second, Steps: 5}, func() (bool, error) {
+			call++
+			panicky(call)
+			return false, nil
+		}, backoff.WithClock(hc))
+	}},
+	{"ExponentialBackoffWithContext", func(hc *handshakeClock, panicky func(int), condCtx *context.Context) {
+		call := 0
+		_ = backoff.ExponentialBackoffWithContext(context.Background(), backoff.Schedule{Duration: time.Second, Steps: 5},
+			func(ctx context.Context) (bool, error) {
+				*condCtx = ctx
+				call++
+				panicky(call)
+				return false, nil
+			}, backoff.WithClock(hc))
+	}},
+	{"PollUntilContextCancel", func(hc *handshakeClock, panicky func(int), condCtx *context.Context) {
+		call := 0
+		_ = backoff.PollUntilContextCancel(context.Background(), time.Second, true, func(ctx context.Context) (bool, error) {
+			*condCtx = ctx
+			call++
+			panicky(call)
+			return false, nil
+		}, backoff.WithClock(hc))
+	}},
+	{"PollUntilContextTimeout", func(hc *handshakeClock, panicky func(int), condCtx *context.Context) {
+		call := 0
+		_ = backoff.PollUntilContextTimeout(context.Background(), time.Second, time.Hour, true, func(ctx context.Context) (bool, error) {
+			*condCtx = ctx
+			call++
+			panicky(call)
+			return false, nil
+		}, backoff.WithClock(hc))
+	}},
+}
+
+// TestReliabilityCallbackPanicPropagates: a panic in fn or in a condition
+// propagates with its own value (documented for each function), on the
+// first call or on a later one after waits on the clock, and leaves nothing
+// armed on the clock: the reused wait timer and PollUntilContextTimeout's
+// timeout are released by the unwinding panic. The timeout context the
+// condition received is then done (Canceled, as after a context.WithTimeout's
+// cancel).
+func TestReliabilityCallbackPanicPropagates(t *testing.T) {
+	for _, tc := range relFaultCases {
+		for _, panicAt := range []int{1, 3} {
+			t.Run(fmt.Sprintf("%s/call%d", tc.name, panicAt), func(t *testing.T) {
+				hc := newHandshakeClock()
+				var calls int
+				var condCtx context.Context
+				done, recovered := relCatch(func() {
+					tc.run(hc, func(call int) {
+						calls = call
+						if call == panicAt {
+							panic(relBoom{call})
+						}
+					}, &condCtx)
+				})
+				hc.drive(t, done)
+				assert.Equal(t, relBoom{panicAt}, *recovered, "the panic propagates with its own value")
+				assert.Equal(t, panicAt, calls, "no call after the panic")
+				assert.Equal(t, time.Duration(panicAt-1)*time.Second, hc.elapsed(), "one 1s wait between calls")
+				assert.False(t, hc.HasWaiters(), "a timer was left armed on the clock after the panic")
+				if tc.name == "PollUntilContextTimeout" {
+					require.NotNil(t, condCtx)
+					assert.ErrorIs(t, condCtx.Err(), context.Canceled, "the condition's timeout context is released")
+				}
+			})
+		}
+	}
+}
+
+// TestReliabilityNonSlidingLoopPanicStopsTimer: a non-sliding loop asks its
+// manager for the next wait before f runs. When f then panics without a
+// [backoff.WithPanicHandler], the panic propagates and the timer already
+// armed is stopped, so nothing stays parked on the clock. With a sliding
+// loop nothing is armed while f runs; the check holds for it too.
+func TestReliabilityNonSlidingLoopPanicStopsTimer(t *testing.T) {
+	for _, h := range loopHelpers {
+		t.Run(h.name, func(t *testing.T) {
+			hc := newHandshakeClock()
+			ctx, stop, end := wtStopper()
+			defer end()
+			runs := 0
+			done, recovered := relCatch(func() {
+				h.run(ctx, stop, func() {
+					runs++
+					if runs == 2 {
+						panic(relBoom{runs})
+					}
+				}, backoff.WithClock(hc))
+			})
+			// Step the one wait between the runs, and not the one a
+			// non-sliding loop arms before the second run.
+			hc.Step(hc.nextArmed(t, done))
+			waitFor(t, "the loop to return after stop", done, hc)
+			assert.Equal(t, relBoom{2}, *recovered)
+			assert.Equal(t, 2, runs)
+			assert.Equal(t, time.Second, hc.elapsed())
+			assert.False(t, hc.HasWaiters(), "the loop's next timer was left armed after the panic")
+		})
+	}
+}
+
+// relSignalHandler is a slog.Handler that sends the message of every record
+// on ch. The workers log a panic after the item has been requeued, so a
+// message received means the requeue is registered with the clock.
+type relSignalHandler struct{ ch chan<- string }
+
+func (h relSignalHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h relSignalHandler) Handle(_ context.Context, r slog.Record) error {
+	h.ch <- r.Message
+	return nil
+}
+func (h relSignalHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h relSignalHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestReliabilityWorkersSurviveRepeatedPanics: 4 workers, 40 items whose
+// handler panics on its first 3 calls and succeeds on the 4th. Each panic
+// requeues the item with the limiter's delay (1s, 2s, 4s); the test steps
+// the FakeClock by 4s after every logged panic, which releases every
+// requeue registered so far. Then 4 more items meet at a barrier that only
+// opens with 4 workers inside it: after 120 panics the pool still has its
+// size. Only once the barrier has opened are the counts checked: every
+// worker is then past the settling of its last item (its Forget and its
+// log), which a success signalled from inside the handler is not. Every
+// item is processed exactly 4 times and never by two workers at once, no
+// item is lost, 120 panics are logged, and the failure counts are
+// forgotten after the success.
+func TestReliabilityWorkersSurviveRepeatedPanics(t *testing.T) {
+	const (
+		workers   = 4
+		items     = 40
+		panicsPer = 3
+		maxDelay  = 4 * time.Second
+	)
+	fc := newQueueClock()
+	logs := make(chan string, items*panicsPer)
+	q := backoff.NewRateLimitingQueue[int](
+		backoff.NewItemExponentialFailureRateLimiter[int](time.Second, time.Hour),
+		backoff.WithClock(fc), backoff.WithLogger(slog.New(relSignalHandler{logs})))
+	for i := 0; i < items; i++ {
+		q.Add(i)
+	}
+
+	var (
+		calls    [items + workers]atomic.Int32
+		holders  [items + workers]atomic.Int32
+		overlaps atomic.Int32
+		barrier  sync.WaitGroup
+	)
+	barrier.Add(workers)
+	succeeded := make(chan int, items+workers)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	poolDone := wtGo(func() {
+		backoff.RunWorkers(ctx, q, workers, func(_ context.Context, item int) (backoff.Result, error) {
+			if holders[item].Add(1) != 1 {
+				overlaps.Add(1)
+			}
+			defer holders[item].Add(-1)
+			if item >= items { // a barrier item
+				barrier.Done()
+				barrier.Wait()
+				succeeded <- item
+				return backoff.Result{}, nil
+			}
+			if calls[item].Add(1) <= panicsPer {
+				panic(relBoom{item})
+			}
+			succeeded <- item
+			return backoff.Result{}, nil
+		})
+	})
+
+	panicsSeen, done := 0, 0
+	for done < items {
+		select {
+		case msg := <-logs:
+			require.Equal(t, "backoff: handler panicked; item requeued with backoff", msg)
+			panicsSeen++
+			fc.Step(maxDelay)
+		case <-succeeded:
+			done++
+		case <-time.After(waitTimeout):
+			t.Fatalf("timed out (%v real time) waiting for all %d items to succeed: %d panics logged, %d items done; %s",
+				waitTimeout, items, panicsSeen, done, describeClock(fc))
+		}
+	}
+
+	for i := items; i < items+workers; i++ {
+		q.Add(i)
+	}
+	for i := 0; i < workers; i++ {
+		waitFor(t, fmt.Sprintf("the barrier to open with %d workers (fewer are left?)", workers), succeeded, fc)
+	}
+	// Every worker is inside the barrier or past it: the last panic's log
+	// has been written and the last success has been settled.
+	for len(logs) > 0 {
+		require.Equal(t, "backoff: handler panicked; item requeued with backoff", <-logs)
+		panicsSeen++
+	}
+	assert.Equal(t, items*panicsPer, panicsSeen)
+	for i := 0; i < items; i++ {
+		assert.Equal(t, int32(panicsPer+1), calls[i].Load(), "item %d", i)
+		assert.Zero(t, q.NumRequeues(i), "item %d: Forget after the success", i)
+	}
+	assert.Zero(t, q.Len(), "nothing left queued")
+	assert.Zero(t, overlaps.Load(), "an item was held by two workers at once")
+	cancel()
+	waitFor(t, "RunWorkers to return after cancel", poolDone, fc)
+}
+
+// relAdd is one Add recorded by the shutdown race: seq before and after the
+// call.
+type relAdd struct {
+	item          int
+	before, after int64
+}
+
+// TestReliabilityShutdownRacesProducers: unlike TestQueueStress, whose drain
+// begins after the producers have stopped, here the shutdown lands in the
+// middle of the traffic. 4 producers × 2000 operations (Add, AddAfter,
+// AddRateLimited, Forget) and 4 workers (Get or GetContext, then Add,
+// AddRateLimited or Forget now and then, then Done) run while a goroutine
+// steps the clock and another samples Len; when producer 0 is halfway,
+// the queue is shut down: with ShutDownWithDrain, with ShutDownWithDrain cut
+// short by a racing ShutDown, or with ShutDown alone. Then:
+//   - nothing deadlocks (the test has a deadline), Len is never negative;
+//   - no item is ever held by two workers at once;
+//   - every Add that returned before the shutdown began is followed by a
+//     processing start of its item (Get hands out what is queued after a
+//     shutdown, and Done requeues an item added while it was processed);
+//   - when ShutDownWithDrain returns uncut, nothing is queued or processed;
+//   - at the end the workers have seen the shutdown and Len is 0.
+func TestReliabilityShutdownRacesProducers(t *testing.T) {
+	const (
+		items     = 32
+		producers = 4
+		opsEach   = 2000
+		workers   = 4
+		steps     = 2000
+	)
+	for _, mode := range []string{"ShutDownWithDrain", "ShutDownWithDrain+ShutDown", "ShutDown"} {
+		t.Run(mode, func(t *testing.T) {
+			fc := newQueueClock()
+			limiter := newQLimiter[int](func(n int) time.Duration { return time.Duration(n%3) * time.Millisecond })
+			q := backoff.NewRateLimitingQueue[int](limiter, backoff.WithClock(fc))
+
+			var (
+				seq        atomic.Int64
+				lastStart  [items]atomic.Int64
+				holders    [items]atomic.Int32
+				overlaps   atomic.Int32
+				negative   atomic.Int32
+				processed  atomic.Int64
+				adds       = make([][]relAdd, producers+workers)
+				drainStart atomic.Int64
+				halfway    = make(chan struct{})
+				stopSample atomic.Bool
+			)
+			drainStart.Store(1 << 62)
+			record := func(slot, item int, add func()) {
+				before := seq.Add(1)
+				add()
+				adds[slot] = append(adds[slot], relAdd{item, before, seq.Add(1)})
+			}
+
+			finished := make(chan struct{})
+			go func() {
+				defer close(finished)
+				var wg sync.WaitGroup
+				for w := 0; w < workers; w++ {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						rng := rand.New(rand.NewPCG(uint64(w), 11))
+						for {
+							var item int
+							if w%2 == 0 {
+								it, shutdown := q.Get()
+								if shutdown {
+									return
+								}
+								item = it
+							} else {
+								it, err := q.GetContext(context.Background())
+								if err != nil {
+									if !errors.Is(err, backoff.ErrQueueShutDown) {
+										t.Errorf("GetContext: %v", err)
+									}
+									return
+								}
+								item = it
+							}
+							if holders[item].Add(1) != 1 {
+								overlaps.Add(1)
+							}
+							storeMax(&lastStart[item], seq.Add(1))
+							processed.Add(1)
+							runtime.Gosched()
+							switch rng.IntN(8) {
+							case 0:
+								record(producers+w, item, func() { q.Add(item) })
+							case 1:
+								q.AddRateLimited(item)
+							case 2:
+								q.Forget(item)
+							}
+							holders[item].Add(-1)
+							q.Done(item)
+						}
+					}()
+				}
+
+				var traffic sync.WaitGroup
+				for p := 0; p < producers; p++ {
+					traffic.Add(1)
+					go func() {
+						defer traffic.Done()
+						rng := rand.New(rand.NewPCG(uint64(p), 12))
+						for i := 0; i < opsEach; i++ {
+							if p == 0 && i == opsEach/2 {
+								close(halfway)
+							}
+							item := rng.IntN(items)
+							switch rng.IntN(4) {
+							case 0, 1:
+								record(p, item, func() { q.Add(item) })
+							case 2:
+								q.AddAfter(item, time.Duration(rng.IntN(4000)-1000)*time.Microsecond)
+							case 3:
+								q.AddRateLimited(item)
+							}
+							if rng.IntN(10) == 0 {
+								q.Forget(item)
+							}
+							runtime.Gosched() // let the workers interleave
+						}
+					}()
+				}
+				traffic.Add(2)
+				go func() { // the clock
+					defer traffic.Done()
+					for i := 0; i < steps; i++ {
+						fc.Step(250 * time.Microsecond)
+						runtime.Gosched()
+					}
+				}()
+				go func() { // Len is never negative
+					defer traffic.Done()
+					for !stopSample.Load() {
+						if q.Len() < 0 {
+							negative.Add(1)
+						}
+						runtime.Gosched()
+					}
+				}()
+
+				<-halfway
+				drainStart.Store(seq.Add(1))
+				switch mode {
+				case "ShutDownWithDrain":
+					q.ShutDownWithDrain()
+					assert.Zero(t, q.Len(), "ShutDownWithDrain returned with items queued")
+				case "ShutDownWithDrain+ShutDown":
+					cut := wtGo(func() {
+						runtime.Gosched()
+						q.ShutDown()
+					})
+					q.ShutDownWithDrain()
+					<-cut
+				case "ShutDown":
+					q.ShutDown()
+				}
+				assert.True(t, q.ShuttingDown())
+				wg.Wait() // the workers saw the shutdown
+				stopSample.Store(true)
+				traffic.Wait()
+			}()
+			waitFor(t, "the shutdown to complete: the workers and the traffic to stop", finished, fc)
+
+			assert.Zero(t, overlaps.Load(), "an item was held by two workers at once")
+			assert.Zero(t, negative.Load(), "Len was negative")
+			assert.Zero(t, q.Len())
+			start := drainStart.Load()
+			checked := 0
+			for _, slot := range adds {
+				for _, a := range slot {
+					if a.after < start {
+						checked++
+						require.Greater(t, lastStart[a.item].Load(), a.before,
+							"item %d added before the shutdown was not processed after that add", a.item)
+					}
+				}
+			}
+			assert.Positive(t, checked)
+			t.Logf("%s: %d adds checked, %d items processed", mode, checked, processed.Load())
+		})
+	}
+}
+
+// These stress tests cover issue 6 §3 where the concurrency tests of each
+// area stop: a FakeClock that jumps backwards as well as forwards (SetTime)
+// while many goroutines use the Backoff or a limiter, the memory bound of
+// WithMaxTrackedItems under concurrent failures, and queue shutdowns that
+// race producers and workers instead of following them. Run them with -race.
+
+// relClockJumper moves fc to random instants within ±span of epoch, forwards
+// and backwards, jumps times, on its own goroutine; wait for the returned
+// channel.
+func relClockJumper(fc *testingclock.FakeClock, seed uint64, span time.Duration, jumps int) <-chan struct{} {
+	return wtGo(func() {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		for i := 0; i < jumps; i++ {
+			fc.SetTime(epoch.Add(time.Duration(rng.Int64N(int64(2*span))) - span))
+			runtime.Gosched()
+		}
+	})
+}
+
+// TestReliabilityBackoffClockJumps: 8 goroutines × 600 calls of every Backoff
+// method on 200 ids, while the clock jumps 600 times within ±10s of the
+// epoch. Every delay stays in [0, max]; no panic; and once the clock is set
+// an hour on, GC reclaims every entry, so memory does not outlive the ids.
+func TestReliabilityBackoffClockJumps(t *testing.T) {
+	const (
+		goroutines, calls = 8, 600
+		ids               = 200
+		initial, maxDelay = time.Millisecond, time.Second
+	)
+	fc := testingclock.NewFakeClock(epoch)
+	b := backoff.NewBackOffWithJitter(initial, maxDelay, 0.5, backoff.WithClock(fc))
+	jumper := relClockJumper(fc, 1, 10*time.Second, calls)
+	var wg sync.WaitGroup
+	var bad atomic.Int64
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), 2))
+			for i := 0; i < calls; i++ {
+				id := fmt.Sprint("id", rng.IntN(ids))
+				// An event time that may be before or after the clock.
+				at := fc.Now().Add(time.Duration(rng.Int64N(int64(6*time.Second))) - 3*time.Second)
+				switch rng.IntN(10) {
+				case 0:
+					b.Reset(id)
+				case 1:
+					b.DeleteEntry(id)
+				case 2:
+					b.GC()
+				case 3:
+					_ = b.IsInBackOffSince(id, at)
+					_ = b.IsInBackOffSinceUpdate(id, at)
+				default:
+					b.Next(id, at)
+				}
+				if d := b.Get(id); d < 0 || d > maxDelay {
+					bad.Add(1)
+					t.Errorf("Get(%s) = %v, outside [0, %v]", id, d, maxDelay)
+				}
+				if n := b.Attempts(id); n < 0 {
+					t.Errorf("Attempts(%s) = %d", id, n)
+				}
+			}
+		}()
+	}
+	waitForCall(t, "the concurrent callers to finish", wg.Wait)
+	waitFor(t, "the clock-jumping goroutine to finish", jumper, fc)
+	assert.Zero(t, bad.Load())
+
+	fc.SetTime(epoch.Add(time.Hour))
+	b.GC()
+	for i := 0; i < ids; i++ {
+		id := fmt.Sprint("id", i)
+		assert.Zero(t, b.Attempts(id), "%s survived GC an hour after its last update", id)
+		assert.Zero(t, b.Get(id), id)
+	}
+}
+
+// TestReliabilityLimitersClockJumps: for each limiter, 8 goroutines × 500
+// calls (When, Forget, NumRequeues) on 1000 items while the clock jumps 500
+// times within ±1h of the epoch. Every delay stays within the limiter's
+// bounds, and with WithMaxTrackedItems(64) at most 64 items have a failure
+// count at the end.
+func TestReliabilityLimitersClockJumps(t *testing.T) {
+	const (
+		goroutines, calls = 8, 500
+		items             = 1000
+		tracked           = 64
+		// The bucket of limit 10/s spaces the calls out: with no token
+		// earned at all, the last of them waits (calls-burst)/10 s.
+		bucketMax = goroutines * calls / 10 * time.Second
+	)
+	bound := backoff.WithMaxTrackedItems(tracked)
+	jitter := backoff.WithRequeueJitter(0.5)
+	tests := []struct {
+		name    string
+		make    func(fc *testingclock.FakeClock) backoff.RateLimiter[int]
+		lo, hi  time.Duration
+		bounded bool // made with WithMaxTrackedItems(tracked)
+	}{
+		{"ItemExponential", func(fc *testingclock.FakeClock) backoff.RateLimiter[int] {
+			return backoff.NewItemExponentialFailureRateLimiter[int](time.Millisecond, time.Second, backoff.WithClock(fc), jitter)
+		}, time.Millisecond, time.Second, false},
+		{"ItemExponential/bounded", func(fc *testingclock.FakeClock) backoff.RateLimiter[int] {
+			return backoff.NewItemExponentialFailureRateLimiter[int](time.Millisecond, time.Second, backoff.WithClock(fc), jitter, bound)
+		}, time.Millisecond, time.Second, true},
+		{"ItemFastSlow/bounded", func(fc *testingclock.FakeClock) backoff.RateLimiter[int] {
+			return backoff.NewItemFastSlowRateLimiter[int](time.Millisecond, time.Second, 3, backoff.WithClock(fc), jitter, bound)
+		}, time.Millisecond, 1500 * time.Millisecond, true}, // slow delays are jittered above slowDelay
+		{"Bucket", func(fc *testingclock.FakeClock) backoff.RateLimiter[int] {
+			return backoff.NewBucketRateLimiter[int](10, 100, backoff.WithClock(fc))
+		}, 0, bucketMax, false},
+		{"DefaultController/bounded", func(fc *testingclock.FakeClock) backoff.RateLimiter[int] {
+			return backoff.DefaultControllerRateLimiter[int](backoff.WithClock(fc), jitter, bound)
+		}, backoff.DefaultControllerBaseDelay, max(backoff.DefaultControllerMaxDelay, bucketMax), true},
+		{"MaxOf", func(fc *testingclock.FakeClock) backoff.RateLimiter[int] {
+			return backoff.NewMaxOfRateLimiter[int](
+				backoff.NewItemExponentialFailureRateLimiter[int](time.Millisecond, time.Second, backoff.WithClock(fc), jitter),
+				backoff.NewBucketRateLimiter[int](10, 100, backoff.WithClock(fc)))
+		}, time.Millisecond, bucketMax, false},
+		{"WithMaxWait", func(fc *testingclock.FakeClock) backoff.RateLimiter[int] {
+			return backoff.NewWithMaxWaitRateLimiter[int](backoff.DefaultControllerRateLimiter[int](backoff.WithClock(fc)), 2*time.Second)
+		}, 0, 2 * time.Second, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fc := testingclock.NewFakeClock(epoch)
+			l := tt.make(fc)
+			jumper := relClockJumper(fc, 3, time.Hour, calls)
+			var wg sync.WaitGroup
+			var bad atomic.Int64
+			for g := 0; g < goroutines; g++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					rng := rand.New(rand.NewPCG(uint64(g), 4))
+					for i := 0; i < calls; i++ {
+						item := rng.IntN(items)
+						switch rng.IntN(10) {
+						case 0:
+							l.Forget(item)
+						case 1:
+							if n := l.NumRequeues(item); n < 0 {
+								t.Errorf("NumRequeues(%d) = %d", item, n)
+							}
+						default:
+							if d := l.When(item); d < tt.lo || d > tt.hi {
+								bad.Add(1)
+								t.Errorf("When(%d) = %v, outside [%v, %v]", item, d, tt.lo, tt.hi)
+							}
+						}
+					}
+				}()
+			}
+			waitForCall(t, "the concurrent callers to finish", wg.Wait)
+			waitFor(t, "the clock-jumping goroutine to finish", jumper, fc)
+			assert.Zero(t, bad.Load())
+			if tt.bounded {
+				remembered := 0
+				for item := 0; item < items; item++ {
+					if l.NumRequeues(item) > 0 {
+						remembered++
+					}
+				}
+				assert.LessOrEqual(t, remembered, tracked, "items with a failure count")
+				assert.Positive(t, remembered)
+			}
+		})
+	}
+}
+
+// TestQueueStress runs producers (Add, AddAfter, AddRateLimited), a clock
+// stepper and RunWorkers (whose handler fails, panics and asks for requeues
+// now and then) for a fixed number of operations, then ShutDownWithDrain. It
+// checks that no item is ever held by two workers at once, and that every
+// item is processed at least once after its last add. Run it with -race.
+func TestQueueStress(t *testing.T) { queueStress(t, false) }
+
+// TestQueueStressWithPriorities is TestQueueStress with priorities (adds
+// with options, handlers that set Result.Priority), fairness across three
+// keys and a starvation bound.
+func TestQueueStressWithPriorities(t *testing.T) {
+	queueStress(t, true, backoff.WithFairness(func(i int) string { return [...]string{"a", "b", "c"}[i%3] }),
+		backoff.WithMaxReadyWait(time.Millisecond))
+}
+
+func queueStress(t *testing.T, priorities bool, opts ...backoff.Option) {
+	const (
+		items     = 64
+		producers = 4
+		opsEach   = 5000
+		workers   = 4
+		maxDelay  = 20 * time.Millisecond
+	)
+	fc := newQueueClock()
+	limiter := newQLimiter[int](func(n int) time.Duration { return time.Duration(n%3) * time.Millisecond })
+	q := backoff.NewRateLimitingQueue[int](limiter, append([]backoff.Option{backoff.WithClock(fc),
+		backoff.WithLogger(slog.New(slog.NewTextHandler(&syncBuffer{}, nil)))}, opts...)...)
+	prio := func(r int) int {
+		if !priorities {
+			return 0
+		}
+		return [...]int{-100, 0, 0, 10}[r%4]
+	}
+
+	var (
+		seq       atomic.Int64        // orders adds and processing starts
+		lastAdd   [items]atomic.Int64 // seq taken just before the last add of each item
+		lastStart [items]atomic.Int64 // seq taken when a worker last started the item
+		holders   [items]atomic.Int32 // workers holding each item right now
+		overlaps  atomic.Int32        // times an item was held twice
+	)
+
+	var final time.Time // the clock when the drain began
+	var addMu sync.RWMutex
+	producing := true // guarded by addMu: handlers add items only while true
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		workersDone := make(chan struct{})
+		go func() {
+			defer close(workersDone)
+			backoff.RunWorkers(ctx, q, workers, func(_ context.Context, item int) (backoff.Result, error) {
+				if holders[item].Add(1) != 1 {
+					overlaps.Add(1)
+				}
+				defer holders[item].Add(-1)
+				lastStart[item].Store(seq.Add(1))
+				runtime.Gosched()
+				if rand.IntN(8) == 0 { // an event for the item while it is processed
+					addMu.RLock()
+					if producing {
+						storeMax(&lastAdd[item], seq.Add(1))
+						q.AddWithOptions(backoff.AddOptions{Priority: prio(rand.IntN(4))}, item)
+					}
+					addMu.RUnlock()
+				}
+				switch r := rand.IntN(20); r {
+				case 0:
+					return backoff.Result{}, errors.New("transient")
+				case 1:
+					panic("boom")
+				case 2:
+					return backoff.Result{RequeueAfter: time.Duration(rand.IntN(5)+1) * time.Millisecond}, nil
+				case 3:
+					return backoff.Result{Requeue: true, Priority: prio(rand.IntN(4))}, nil
+				}
+				return backoff.Result{}, nil
+			})
+		}()
+
+		var wg sync.WaitGroup
+		for p := range producers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(uint64(p), 7))
+				for range opsEach {
+					item := rng.IntN(items)
+					storeMax(&lastAdd[item], seq.Add(1))
+					switch rng.IntN(4) {
+					case 3:
+						q.AddWithOptions(backoff.AddOptions{Priority: prio(rng.IntN(4)), RateLimited: rng.IntN(2) == 0,
+							After: time.Duration(rng.IntN(int(maxDelay)+1)) - time.Millisecond}, item)
+					case 0:
+						q.Add(item)
+					case 1:
+						q.AddAfter(item, time.Duration(rng.IntN(int(maxDelay)+1))-time.Millisecond)
+					case 2:
+						q.AddRateLimited(item)
+					}
+					if rng.IntN(10) == 0 {
+						q.Forget(item)
+					}
+				}
+			}()
+		}
+		wg.Add(1)
+		go func() { // the clock
+			defer wg.Done()
+			for range producers * opsEach / 10 {
+				fc.Step(time.Millisecond / 4)
+				runtime.Gosched()
+			}
+		}()
+		wg.Wait()
+		addMu.Lock() // no handler is adding now, and none will
+		producing = false
+		addMu.Unlock()
+		// Every delay requested so far has passed; ShutDownWithDrain queues
+		// the due items and waits until the workers have processed all.
+		fc.Step(maxDelay + time.Millisecond)
+		final = fc.Now()
+		q.ShutDownWithDrain()
+		<-workersDone
+	}()
+	waitFor(t, "the stress run to finish: ShutDownWithDrain and the workers", finished, fc)
+
+	assert.Zero(t, overlaps.Load(), "an item was held by two workers at once")
+	for item := range items {
+		if add := lastAdd[item].Load(); add > 0 {
+			assert.Greater(t, lastStart[item].Load(), add, "item %d was not processed after its last add", item)
+		}
+	}
+	for _, w := range q.TakeWaiting() {
+		// Due items were queued by the shutdown: only requeues asked for by
+		// handlers just before it may remain.
+		assert.True(t, w.ReadyAt.After(final), "item %d ready at %v, before the drain", w.Item, w.ReadyAt)
+	}
+}
+
+// storeMax stores v in a unless a holds more.
+func storeMax(a *atomic.Int64, v int64) {
+	for {
+		old := a.Load()
+		if old >= v || a.CompareAndSwap(old, v) {
+			return
+		}
+	}
+}
