@@ -43,8 +43,10 @@ type Transport struct {
 // the number of attempts and the options mean what they mean for Retry. A nil
 // base means http.DefaultTransport.
 //
-// s.Steps is the most attempts per request, the first included; with
-// s.Steps ≤ 0 a request is retried until it succeeds or its context ends, so
+// s.Steps is the most attempts per request, the first included. As for
+// Retry, a schedule with neither Steps nor Duration (the zero Schedule among
+// them) means backoff.DefaultRetry; with s.Steps ≤ 0 and a positive
+// s.Duration a request is retried until it succeeds or its context ends, so
 // give such requests a deadline. opts are kept as given and passed to every
 // Retry call; do not change the slice's elements afterwards. The hooks among
 // them (backoff.WithNotify's, backoff.WithRetryable's) run on the goroutine
