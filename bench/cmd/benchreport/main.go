@@ -580,7 +580,8 @@ func writePartial(path string, d *data, r runInfo) error {
 func writeRunTable(w io.Writer, r runInfo) {
 	fmt.Fprintln(w, "| | |")
 	fmt.Fprintln(w, "| --- | --- |")
-	fmt.Fprintf(w, "| command | `%s` |\n", r.command)
+	// A | in a table cell ends the cell, even inside a code span, unless escaped.
+	fmt.Fprintf(w, "| command | `%s` |\n", strings.ReplaceAll(r.command, "|", `\|`))
 	fmt.Fprintf(w, "| CPU | %s |\n", r.cpu)
 	fmt.Fprintf(w, "| cores | %s |\n", r.cores)
 	fmt.Fprintf(w, "| Go | %s |\n", r.goVersion)
