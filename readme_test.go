@@ -12,9 +12,11 @@ import (
 	"log"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,83 +26,129 @@ import (
 	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/retrykit/backoff"
+	"github.com/retrykit/backoff/backofftest"
+	"github.com/retrykit/backoff/httpretry"
 )
 
-// The README's Go blocks compile and do what the README says, through
-// twins: a README block preceded by the line
+// The Go blocks of the README and of the pages under docs/ compile and do
+// what the text says, through twins: a block preceded by the line
 //
 //	<!-- compiled: NAME -->
 //
 // has a twin, the function NAME in one of this package's _test.go files,
 // whose body holds every non-blank line of the block, in order (other lines
 // may come between, to set the scene). A twin line that must differ from
-// the README (a fake clock passed where the README passes none) ends in
-// "// README: " followed by the README's line, which it stands for. The
-// twin's tests then check the behaviour the README describes.
+// the document (a fake clock passed where the document passes none) ends in
+// "// README: " followed by the document's line, which it stands for.
+// Lines compare with runs of spaces squeezed to one. The
+// twin's tests then check the behaviour the text describes.
 //
-// The mechanism is opt-in per block, so that a README section without the
-// marker (a shell command, a sketch) never fails this test; a marker without
-// its block or its twin, or a block that drifted from its twin, does.
+// Every ```go block carries a marker. One that cannot have a twin in this
+// package (it needs a newer Go than go.mod's, or another module) says so
+// with
+//
+//	<!-- not compiled: REASON -->
+//
+// A block without a marker, a marker without its block or its twin, or a
+// block that drifted from its twin fails the test.
+
+// readmeDocs are the documents whose Go blocks TestReadmeGoBlocksHaveCompiledTwins checks.
+func readmeDocs(t *testing.T) []string {
+	t.Helper()
+	docs, err := filepath.Glob(filepath.Join("docs", "*.md"))
+	require.NoError(t, err)
+	return append([]string{"README.md"}, docs...)
+}
 
 // TestReadmeGoBlocksHaveCompiledTwins checks every marked block against its
 // twin.
 func TestReadmeGoBlocksHaveCompiledTwins(t *testing.T) {
-	blocks := readmeMarkedBlocks(t, "README.md")
+	blocks := map[string][]string{}
+	for _, path := range readmeDocs(t) {
+		for name, block := range readmeMarkedBlocks(t, path) {
+			_, dup := blocks[name]
+			require.False(t, dup, "%s: twin name %q is used by another block", path, name)
+			blocks[name] = block
+		}
+	}
 	require.NotEmpty(t, blocks)
 	twins := testFunctionBodies(t)
 	for name, block := range blocks {
 		t.Run(name, func(t *testing.T) {
 			body, ok := twins[name]
-			require.True(t, ok, "README block marked %q: no function %s in the package's tests", name, name)
+			require.True(t, ok, "block marked %q: no function %s in the package's tests", name, name)
 			var twin []string
 			for _, line := range body {
 				if _, readme, ok := strings.Cut(line, "// README: "); ok {
 					line = readme
 				}
-				twin = append(twin, strings.TrimSpace(line))
+				twin = append(twin, squeezeSpace(line))
 			}
 			next := 0
 			for _, line := range block {
 				for next < len(twin) && twin[next] != line {
 					next++
 				}
-				require.Less(t, next, len(twin), "README line %q is not in %s (in this order)", line, name)
+				require.Less(t, next, len(twin), "line %q is not in %s (in this order)", line, name)
 				next++
 			}
 		})
 	}
 }
 
-// readmeMarkedBlocks returns the trimmed, non-blank lines of each marked Go
-// block of the README, by twin name.
+// squeezeSpace trims line and turns each run of spaces in it into one, so
+// that gofmt's alignment of trailing comments does not count as drift.
+func squeezeSpace(line string) string {
+	return strings.Join(strings.Fields(line), " ")
+}
+
+// readmeMarkedBlocks returns the trimmed, non-blank lines of each Go block of
+// the document at path marked compiled, by twin name. It fails the test on
+// a Go block with no marker.
 func readmeMarkedBlocks(t *testing.T, path string) map[string][]string {
 	t.Helper()
 	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
+	const notCompiled = "-"
 	blocks := map[string][]string{}
-	var pending, inBlock string
+	var pending, inBlock, fence string
+	lineNo := 0
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
+		lineNo++
 		line := strings.TrimSpace(sc.Text())
 		switch {
+		case fence != "": // a block that is not Go, or not checked
+			if line == "```" {
+				fence = ""
+			}
 		case inBlock != "":
 			if line == "```" {
 				inBlock = ""
 			} else if line != "" {
-				blocks[inBlock] = append(blocks[inBlock], line)
+				blocks[inBlock] = append(blocks[inBlock], squeezeSpace(line))
 			}
 		case strings.HasPrefix(line, "<!-- compiled: "):
 			pending = strings.TrimSuffix(strings.TrimPrefix(line, "<!-- compiled: "), " -->")
-		case pending != "" && line == "```go":
+		case strings.HasPrefix(line, "<!-- not compiled: "):
+			pending = notCompiled
+		case line == "```go" && pending == notCompiled:
+			fence, pending = line, ""
+		case line == "```go" && pending != "":
 			inBlock, pending = pending, ""
 			blocks[inBlock] = []string{}
+		case line == "```go":
+			t.Errorf("%s:%d: a ```go block without a <!-- compiled: NAME --> or <!-- not compiled: REASON --> marker", path, lineNo)
+			fence = line
+		case strings.HasPrefix(line, "```"):
+			fence = line
 		case pending != "" && line != "":
-			t.Fatalf("README marker %q is not followed by a ```go block", pending)
+			t.Fatalf("%s:%d: marker %q is not followed by a ```go block", path, lineNo, pending)
 		}
 	}
 	require.NoError(t, sc.Err())
-	require.Empty(t, pending, "README ends after a marker")
+	require.Empty(t, pending, "%s ends after a marker", path)
 	return blocks
 }
 
@@ -127,27 +175,24 @@ func testFunctionBodies(t *testing.T) map[string][]string {
 	return bodies
 }
 
+// orderStore is what the README's Retry example saves an order to.
+type orderStore interface {
+	SaveOrder(ctx context.Context, order string) error
+}
+
+// ErrInvalidOrder is the README's example of an error not worth retrying.
+var ErrInvalidOrder = errors.New("invalid order")
+
 // readmeRetry is the twin of the README's "Retry an operation".
-func readmeRetry(ctx context.Context, client *http.Client, req *http.Request, opts ...backoff.Option) error {
-	err := backoff.Retry(ctx, backoff.Schedule{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 5, Cap: 5 * time.Second},
-		func(ctx context.Context) error {
-			resp, err := client.Do(req.WithContext(ctx)) // a GET: a request with a body needs a fresh body per attempt
-			if err != nil {
-				return err // retried
-			}
-			defer resp.Body.Close()
-			switch {
-			case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
-				err := fmt.Errorf("server: %s", resp.Status)
-				if d, ok := backoff.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
-					return backoff.RetryAfter(d, err) // the server's hint replaces the next wait
-				}
-				return err // retried after the schedule's wait
-			case resp.StatusCode >= 400:
-				return backoff.Permanent(fmt.Errorf("request rejected: %s", resp.Status)) // stop now
-			}
-			return nil
-		}, opts...) // README: })
+func readmeRetry(ctx context.Context, db orderStore, order string, opts ...backoff.Option) error {
+	s := backoff.Schedule{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 5}
+	err := backoff.Retry(ctx, s, func(ctx context.Context) error {
+		err := db.SaveOrder(ctx, order)
+		if errors.Is(err, ErrInvalidOrder) {
+			return backoff.Permanent(err) // not worth retrying: Retry returns it at once
+		}
+		return err // nil ends Retry; another error is retried 100, 200, 400, 800 ms later (+ up to 10%)
+	}, opts...) // README: })
 	var re *backoff.RetryError
 	if errors.As(err, &re) {
 		log.Printf("gave up after %d attempts: %v", re.Attempts, re.Last)
@@ -155,94 +200,220 @@ func readmeRetry(ctx context.Context, client *http.Client, req *http.Request, op
 	return err
 }
 
-// scriptedTransport answers the i-th request with responses[i] (a status,
-// and a Retry-After value if not empty), and 200 after the script ends. It
-// never touches the network.
-type scriptedTransport struct {
-	responses [][2]string
-	calls     int
+// scriptedStore fails the i-th SaveOrder with errs[i], and succeeds after
+// the script ends.
+type scriptedStore struct {
+	errs  []error
+	calls int
 }
 
-func (s *scriptedTransport) RoundTrip(*http.Request) (*http.Response, error) {
-	status, retryAfter := "200", ""
-	if s.calls < len(s.responses) {
-		status, retryAfter = s.responses[s.calls][0], s.responses[s.calls][1]
-	}
+func (s *scriptedStore) SaveOrder(context.Context, string) error {
 	s.calls++
-	var code int
-	fmt.Sscan(status, &code)
-	resp := &http.Response{StatusCode: code, Status: status + " " + http.StatusText(code),
-		Header: http.Header{}, Body: io.NopCloser(strings.NewReader(""))}
-	if retryAfter != "" {
-		resp.Header.Set("Retry-After", retryAfter)
+	if s.calls <= len(s.errs) {
+		return s.errs[s.calls-1]
 	}
-	return resp, nil
+	return nil
 }
 
-// TestReadmeRetry checks what the README says of its Retry block: 5xx and
-// 429 retried, after the server's Retry-After only when it sends a usable
-// one, any other 4xx permanent, a *RetryError after 5 failed attempts. The
-// snippet of the issue returned nil for a 500 after 1 attempt, and made 5
-// attempts in 1.1 ms for a plain 503.
+// TestReadmeRetry checks what the README says of its Retry block: an
+// invalid order ends Retry at once with the Permanent error, other errors
+// are retried 100, 200, 400, 800 ms later (each up to 10% longer), and after
+// 5 failed attempts Retry returns a *RetryError.
 func TestReadmeRetry(t *testing.T) {
 	log.SetOutput(io.Discard)
 	t.Cleanup(func() { log.SetOutput(os.Stderr) })
-	type want struct {
-		attempts  int
-		waits     []time.Duration // exact waits; nil: the schedule's, checked by range
-		permanent bool
-		gaveUp    bool
-	}
 	tests := []struct {
 		name      string
-		responses [][2]string
-		want      want
+		errs      []error
+		attempts  int
+		permanent bool
+		gaveUp    bool
 	}{
-		{"200 at once", nil, want{attempts: 1}},
-		{"a 503 without a hint waits the schedule", [][2]string{{"503", ""}}, want{attempts: 2}},
-		{"500, 502 and 504 are retried", [][2]string{{"500", ""}, {"502", ""}, {"504", ""}}, want{attempts: 4}},
-		{"a hint is used when present", [][2]string{{"503", "3"}}, want{attempts: 2, waits: []time.Duration{3 * time.Second}}},
-		{"429 with a hint", [][2]string{{"429", "2"}}, want{attempts: 2, waits: []time.Duration{2 * time.Second}}},
-		{"an unusable hint is no hint", [][2]string{{"503", "soon"}}, want{attempts: 2}},
-		{"404 is permanent", [][2]string{{"404", ""}}, want{attempts: 1, permanent: true}},
-		{"5 failures give up", [][2]string{{"500", ""}, {"500", ""}, {"500", ""}, {"500", ""}, {"500", ""}},
-			want{attempts: 5, gaveUp: true}},
+		{name: "saved at once", attempts: 1},
+		{name: "two failures, then saved", errs: []error{errFlaky, errFlaky}, attempts: 3},
+		{name: "an invalid order is permanent", errs: []error{ErrInvalidOrder}, attempts: 1, permanent: true},
+		{name: "5 failures give up", errs: []error{errFlaky, errFlaky, errFlaky, errFlaky, errFlaky, errFlaky},
+			attempts: 5, gaveUp: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			transport := &scriptedTransport{responses: tt.responses}
-			client := &http.Client{Transport: transport}
-			req, err := http.NewRequest(http.MethodGet, "http://example.invalid/", nil)
-			require.NoError(t, err)
+			db := &scriptedStore{errs: tt.errs}
 			fc := testclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 			var waits []time.Duration
-			err = readmeRetry(context.Background(), client, req, backoff.WithClock(fc),
+			err := readmeRetry(context.Background(), db, "order-1", backoff.WithClock(fc),
 				backoff.WithNotify(func(_ int, _ error, next time.Duration) {
 					waits = append(waits, next)
 					fc.Step(next)
 				}))
-			assert.Equal(t, tt.want.attempts, transport.calls, "attempts")
+			assert.Equal(t, tt.attempts, db.calls, "attempts")
 			switch {
-			case tt.want.permanent:
+			case tt.permanent:
 				assert.True(t, backoff.IsPermanent(err), "%v", err)
-			case tt.want.gaveUp:
+				assert.ErrorIs(t, err, ErrInvalidOrder)
+			case tt.gaveUp:
 				var re *backoff.RetryError
 				require.ErrorAs(t, err, &re)
 				assert.Equal(t, 5, re.Attempts)
 				assert.ErrorIs(t, err, backoff.ErrAttemptsExhausted)
+				assert.ErrorIs(t, err, errFlaky)
 			default:
 				assert.NoError(t, err)
 			}
-			if tt.want.waits != nil {
-				assert.Equal(t, tt.want.waits, waits)
-				return
-			}
-			for i, w := range waits { // 100 ms, 200 ms, 400 ms, 800 ms, each up to 10% longer
+			require.Len(t, waits, tt.attempts-1)
+			for i, w := range waits {
 				base := 100 * time.Millisecond << i
 				assert.True(t, w >= base && w < base+base/10, "wait %d: %v", i+1, w)
 			}
 		})
 	}
+}
+
+// readmeHTTP is the twin of the README's "Retry HTTP calls".
+func readmeHTTP(url string, opts ...backoff.Option) (*http.Response, error) {
+	client := httpretry.NewClient(backoff.Schedule{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 4, Cap: 5 * time.Second}, opts...) // README: client := httpretry.NewClient(backoff.Schedule{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 4, Cap: 5 * time.Second})
+	resp, err := client.Get(url)                                                                                                                       // after 4 attempts on a 503, resp is that 503, err nil
+	return resp, err
+}
+
+// TestReadmeHTTP: a server that always answers 503 gets 4 requests, and
+// the client returns the last 503 with a nil error. The waits take no time
+// on an AutoStepClock.
+func TestReadmeHTTP(t *testing.T) {
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		requests.Add(1)
+		http.Error(w, "busy", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	defer http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+	clk := backofftest.NewAutoStepClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	resp, err := readmeHTTP(srv.URL, backoff.WithClock(clk))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Equal(t, int32(4), requests.Load())
+}
+
+// readmeLimiter is the twin of the README's Limiter block.
+func readmeLimiter(ctx context.Context, clk clock.WithDelayedExecution, requests []string, call func(string)) error {
+	api := backoff.NewLimiter(10, 5, backoff.WithClock(clk)) // README: api := backoff.NewLimiter(10, 5) // 10 calls/s, bursts of 5
+	for _, req := range requests {
+		if err := api.Wait(ctx); err != nil {
+			return err // ctx ended (with its cause), or its deadline comes before the token
+		}
+		call(req)
+	}
+	return nil
+}
+
+// TestReadmeLimiter: the first 5 calls go at once, then one every 100 ms;
+// a context that has ended stops the loop with its error.
+func TestReadmeLimiter(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := backofftest.NewAutoStepClock(start)
+	var at []time.Duration
+	err := readmeLimiter(context.Background(), clk, []string{"a", "b", "c", "d", "e", "f", "g"}, func(string) {
+		at = append(at, clk.Since(start))
+	})
+	require.NoError(t, err)
+	assert.Equal(t, []time.Duration{0, 0, 0, 0, 0, 100 * time.Millisecond, 200 * time.Millisecond}, at)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err = readmeLimiter(ctx, clk, []string{"a"}, func(string) { t.Error("called after the context ended") })
+	assert.ErrorIs(t, err, context.Canceled)
+}
+
+// readmeKeyedLimiter is the twin of the README's KeyedLimiter block: a
+// handler that admits each client at 1 request/s, bursts of 20.
+func readmeKeyedLimiter(clk clock.WithDelayedExecution) http.HandlerFunc {
+	perClient := backoff.NewKeyedLimiter[string](1, 20, backoff.WithMaxKeys(100_000), backoff.WithClock(clk)) // README: perClient := backoff.NewKeyedLimiter[string](1, 20, backoff.WithMaxKeys(100_000))
+	return func(w http.ResponseWriter, r *http.Request) {
+		clientID := r.Header.Get("X-Client-ID")
+		if !perClient.Allow(clientID) {
+			http.Error(w, "slow down", http.StatusTooManyRequests)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}
+}
+
+// TestReadmeKeyedLimiter: a client gets 20 requests at once, then 429s,
+// while another client is still served; a second later the first gets one
+// more.
+func TestReadmeKeyedLimiter(t *testing.T) {
+	fc := testclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	h := readmeKeyedLimiter(fc)
+	status := func(client string) int {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.Header.Set("X-Client-ID", client)
+		rec := httptest.NewRecorder()
+		h(rec, req)
+		return rec.Code
+	}
+	for i := range 20 {
+		require.Equal(t, http.StatusOK, status("a"), "request %d", i+1)
+	}
+	assert.Equal(t, http.StatusTooManyRequests, status("a"))
+	assert.Equal(t, http.StatusOK, status("b"))
+	fc.Step(time.Second)
+	assert.Equal(t, http.StatusOK, status("a"))
+	assert.Equal(t, http.StatusTooManyRequests, status("a"))
+}
+
+// docsPriorities is the twin of docs/kubernetes.md's priorities block: it
+// returns what the first GetWithPriority hands out.
+func docsPriorities(initialList []string) (string, int, bool) {
+	q := backoff.NewRateLimitingQueue(backoff.DefaultControllerRateLimiter[string](),
+		backoff.WithFairness(func(key string) string { return strings.Split(key, "/")[0] }), // round-robin across namespaces
+		backoff.WithMaxReadyWait(time.Minute))                                               // no priority waits longer than a minute behind higher ones
+	defer q.ShutDown()
+
+	q.AddWithOptions(backoff.AddOptions{Priority: -100}, initialList...) // resyncs last
+	q.Add("default/web-0")                                               // priority 0: before them
+	item, priority, shutdown := q.GetWithPriority()
+	return item, priority, shutdown
+}
+
+// TestDocsPriorities: the item added at priority 0 comes out before the
+// initial list added at -100.
+func TestDocsPriorities(t *testing.T) {
+	item, priority, shutdown := docsPriorities([]string{"default/a", "kube-system/b"})
+	assert.Equal(t, "default/web-0", item)
+	assert.Equal(t, 0, priority)
+	assert.False(t, shutdown)
+}
+
+// docsRetryBudget is the twin of docs/retry-budgets.md's block: it reports
+// whether the budget refused a retry of call.
+func docsRetryBudget(ctx context.Context, s backoff.Schedule, call func(context.Context) error) (refused bool, err error) {
+	budget := backoff.NewRetryBudget(0.1, 10, time.Second)             // 10% of requests + 10 retries/s
+	err = backoff.Retry(ctx, s, call, backoff.WithRetryBudget(budget)) // README: err := backoff.Retry(ctx, s, call, backoff.WithRetryBudget(budget))
+	if errors.Is(err, backoff.ErrRetryBudgetExhausted) {
+		// refused at once, without waiting; errors.As(err, &retryErr) still reaches call's error
+		refused = true
+	}
+	q := backoff.NewRateLimitingQueue(backoff.DefaultControllerRateLimiter[string](),
+		backoff.WithRetryBudget(budget))
+	q.ShutDown()
+	return refused, err
+}
+
+// TestDocsRetryBudget: a call that always fails, with up to 100 attempts
+// and no waits, is refused once it has used the budget's floor of about 10
+// retries, and the error still reaches the call's.
+func TestDocsRetryBudget(t *testing.T) {
+	attempts := 0
+	refused, err := docsRetryBudget(context.Background(), backoff.Schedule{Steps: 100}, func(context.Context) error {
+		attempts++
+		return errFlaky
+	})
+	assert.True(t, refused)
+	assert.ErrorIs(t, err, errFlaky)
+	var retryErr *backoff.RetryError
+	require.ErrorAs(t, err, &retryErr)
+	assert.Equal(t, attempts, retryErr.Attempts)
+	assert.True(t, attempts > 1 && attempts < 100, "attempts: %d", attempts)
 }
 
 // armingClock2 is a FakeClock that reports on armed every AfterFunc it

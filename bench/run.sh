@@ -26,7 +26,7 @@
 #                    a section of their own, replacing an earlier one; the
 #                    rest of the file is left as the last full run wrote it
 #                    (a full run drops the section). Minutes instead of an
-#                    hour, for the rows an issue touches.
+#                    hour, for the rows a change touches.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -105,27 +105,17 @@ done
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//;s/ *$//')
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [ -n "$(git status --porcelain -- .. 2>/dev/null)" ]; then commit="$commit (with uncommitted changes)"; fi
-how="Built once with \`go test -c\`; ${rounds} rounds; in each round every implementation ran once, one after the other,
-the rotation starting one implementation later each round. Benchtimes: hot paths \`-benchtime=${micro}\`;
-\`WaitingHeap\` and \`Idle\` \`-benchtime=1x\` (one op is a whole scenario); \`Lateness\` \`-benchtime=${lateness_ops}\`
-(patterns of 1,000 items per round, percentiles over all their items); \`AddAfter\` \`-benchtime=${addafter_ops}\` and
-\`AddAfterPrefaulted\` \`-benchtime=${prefaulted_ops}\` (the same count for every queue, so that all reach the same size); \`Growth\` \`-benchtime=${growth_ops}\`
-(timed AddAfter calls per size; the fill to n items is untimed and done once per sub-benchmark). Extra flags: \`${extra:-none}\`.
-Wall time ${elapsed} s. The machine is shared with other work: load average (1, 5, 15 min) was ${load_start} at the start and
-${load_end} at the end, on $(nproc) cores, so single figures are noisy; compare the ratios, which come from the same rounds."
+benchtimes="hot paths ${micro}; WaitingHeap and Idle 1x; Lateness ${lateness_ops}; AddAfter ${addafter_ops}; AddAfterPrefaulted ${prefaulted_ops}; Growth ${growth_ops}"
+report=(-benchstat "$work/benchstat.txt" -out ../BENCHMARKS.md -rounds "$rounds" -cores "$(nproc)"
+  -go "$(go env GOVERSION)" -cpu "$cpu" -commit "$commit" -extra "$extra" -wall "$elapsed"
+  -load-start "$load_start" -load-end "$load_end")
 
 if [ -n "$only" ]; then
-  how="Built once with \`go test -c\`; ${rounds} rounds of \`-test.bench='^Benchmark(${only})\$'\`, \`-benchtime=${micro}\`; in each
-round every implementation ran once, one after the other, the rotation starting one implementation later each round.
-Extra flags: \`${extra:-none}\`. Wall time ${elapsed} s; load average (1, 5, 15 min) ${load_start} at the start and
-${load_end} at the end, on $(nproc) cores."
-  go run ./cmd/benchreport -partial -raw "$raw" -benchstat "$work/benchstat.txt" -out ../BENCHMARKS.md \
-    -rounds "$rounds" -cores "$(nproc)" -go "$(go env GOVERSION)" -cpu "$cpu" -commit "$commit" \
-    -command "ONLY='$only' ROUNDS=$rounds MICRO_BENCHTIME=$micro bench/run.sh" -how "$how"
+  go run ./cmd/benchreport -partial -raw "$raw" "${report[@]}" -benchtimes "$micro" \
+    -command "ONLY='$only' ROUNDS=$rounds MICRO_BENCHTIME=$micro bench/run.sh"
   echo "== appended the re-measured rows to BENCHMARKS.md (raw: bench/$raw)"
   exit 0
 fi
-go run ./cmd/benchreport -raw "$raw" -benchstat "$work/benchstat.txt" -out ../BENCHMARKS.md \
-  -rounds "$rounds" -cores "$(nproc)" -go "$(go env GOVERSION)" -cpu "$cpu" -commit "$commit" \
-  -command "ROUNDS=$rounds MICRO_BENCHTIME=$micro GROWTH_OPS=$growth_ops LATENESS_OPS=$lateness_ops ADDAFTER_OPS=$addafter_ops PREFAULTED_OPS=$prefaulted_ops bench/run.sh" -how "$how"
+go run ./cmd/benchreport -raw "$raw" "${report[@]}" -benchtimes "$benchtimes" \
+  -command "ROUNDS=$rounds MICRO_BENCHTIME=$micro GROWTH_OPS=$growth_ops LATENESS_OPS=$lateness_ops ADDAFTER_OPS=$addafter_ops PREFAULTED_OPS=$prefaulted_ops bench/run.sh"
 echo "== wrote BENCHMARKS.md and bench/results.txt"

@@ -3,13 +3,18 @@
 //
 // It takes the median of every (benchmark, implementation, unit) over the
 // rounds, divides ours by each other implementation measured in the same
-// run, checks the targets of issue 5, and appends benchstat's own tables
-// (with their confidence intervals) for the record.
+// run, checks the targets, and appends benchstat's own tables (with their
+// confidence intervals) for the record.
+//
+// The report holds tables and the command that produced them, nothing else:
+// what each benchmark measures, and why the figures are what they are, is in
+// docs/performance.md, which does not change from run to run.
 //
 // Usage (run.sh does this):
 //
 //	go run ./cmd/benchreport -raw results.txt -benchstat benchstat.txt -out ../BENCHMARKS.md \
-//	    -rounds 6 -cores 2 -go "go1.26.8" -cpu "..." -commit abc123 -command "bench/run.sh" -how "..."
+//	    -rounds 6 -cores 2 -go "go1.26.8" -cpu "..." -commit abc123 -command "bench/run.sh" \
+//	    -benchtimes "..." -wall 4552 -load-start "3.27 1.92 0.80" -load-end "1.71 1.32 1.19"
 package main
 
 import (
@@ -148,7 +153,7 @@ func read(path string) (*data, error) {
 	return d, r.Err()
 }
 
-// A target is one row of issue 5's targets table: ours divided by the
+// A target is one row of the targets table: ours divided by the
 // reference implementation must not exceed limit (or, with absolute, ours
 // itself must not exceed limit).
 type target struct {
@@ -168,15 +173,15 @@ var targets = []target{
 	{measure: "`Add`+`Get`+`Done`, 2 producers + 2 workers (per item)", row: "QueueAddGetDone/mode=2p2w", unit: "ns/op", ref: "clientgo", limit: 0.70, zeroAllocs: true, beatPQ: true},
 	{measure: "`Add`+`Get`+`Done` with two priorities (half at -100), serial; client-go adds plainly", row: "QueueAddGetDonePriorities/mode=serial", unit: "ns/op", ref: "clientgo", limit: 1.0, zeroAllocs: true, beatPQ: true},
 	{measure: "`Add`+`Get`+`Done` with two priorities, 2 producers + 2 workers (per item)", row: "QueueAddGetDonePriorities/mode=2p2w", unit: "ns/op", ref: "clientgo", limit: 1.0, zeroAllocs: true, beatPQ: true},
-	{measure: "`Add`+`Get`+`Done` with two priorities, serial, against controller-runtime's priority queue (issue 21)", row: "QueueAddGetDonePriorities/mode=serial", unit: "ns/op", ref: "priorityqueue", limit: 0.05, zeroAllocs: true},
-	{measure: "`Add`+`Get`+`Done` with two priorities, 2p2w, against controller-runtime's priority queue (issue 21)", row: "QueueAddGetDonePriorities/mode=2p2w", unit: "ns/op", ref: "priorityqueue", limit: 0.05, zeroAllocs: true},
-	{measure: "`Add`+`Get`+`Done` with two priorities, 2p2w paced at a depth of 1,000, against controller-runtime's priority queue (issue 21)", row: "QueueAddGetDonePriorities/mode=2p2w-depth1000", unit: "ns/op", ref: "priorityqueue", limit: 0.05, zeroAllocs: true},
+	{measure: "`Add`+`Get`+`Done` with two priorities, serial, against controller-runtime's priority queue", row: "QueueAddGetDonePriorities/mode=serial", unit: "ns/op", ref: "priorityqueue", limit: 0.05, zeroAllocs: true},
+	{measure: "`Add`+`Get`+`Done` with two priorities, 2p2w, against controller-runtime's priority queue", row: "QueueAddGetDonePriorities/mode=2p2w", unit: "ns/op", ref: "priorityqueue", limit: 0.05, zeroAllocs: true},
+	{measure: "`Add`+`Get`+`Done` with two priorities, 2p2w paced at a depth of 1,000, against controller-runtime's priority queue", row: "QueueAddGetDonePriorities/mode=2p2w-depth1000", unit: "ns/op", ref: "priorityqueue", limit: 0.05, zeroAllocs: true},
 	{measure: "`Add`+`Get`+`Done` with two priorities, 2p2w paced at a depth of 1,000; client-go adds plainly", row: "QueueAddGetDonePriorities/mode=2p2w-depth1000", unit: "ns/op", ref: "clientgo", limit: 1.0, zeroAllocs: true, beatPQ: true},
-	{measure: "`Limiter.Allow`, one goroutine (issue 23)", row: "LimiterAllow/mode=serial", unit: "ns/op", ref: "xrate", limit: 0.5, zeroAllocs: true},
-	{measure: "`Limiter.Allow`, GOMAXPROCS goroutines on one limiter (issue 23)", row: "LimiterAllow/mode=parallel", unit: "ns/op", ref: "xrate", limit: 0.5, zeroAllocs: true},
-	{measure: "`Limiter.Wait` that has to wait: allocations (issue 23)", row: "LimiterWait", unit: "allocs/op", ref: "xrate", limit: 0, absolute: true},
-	{measure: "`KeyedLimiter.Allow` over 1M keys, against a mutex and a map of x/time/rate limiters (issue 23)", row: "KeyedLimiterAllow/keys=1M", unit: "ns/op", ref: "xrate", limit: 0.5, zeroAllocs: true},
-	{measure: "`KeyedLimiter` heap bytes per key at 1M keys (issue 23)", row: "KeyedLimiterAllow/keys=1M", unit: "B/key", ref: "xrate", limit: 64, absolute: true},
+	{measure: "`Limiter.Allow`, one goroutine", row: "LimiterAllow/mode=serial", unit: "ns/op", ref: "xrate", limit: 0.5, zeroAllocs: true},
+	{measure: "`Limiter.Allow`, GOMAXPROCS goroutines on one limiter", row: "LimiterAllow/mode=parallel", unit: "ns/op", ref: "xrate", limit: 0.5, zeroAllocs: true},
+	{measure: "`Limiter.Wait` that has to wait: allocations", row: "LimiterWait", unit: "allocs/op", ref: "xrate", limit: 0, absolute: true},
+	{measure: "`KeyedLimiter.Allow` over 1M keys, against a mutex and a map of x/time/rate limiters", row: "KeyedLimiterAllow/keys=1M", unit: "ns/op", ref: "xrate", limit: 0.5, zeroAllocs: true},
+	{measure: "`KeyedLimiter` heap bytes per key at 1M keys", row: "KeyedLimiterAllow/keys=1M", unit: "B/key", ref: "xrate", limit: 64, absolute: true},
 	{measure: "`Add`+`Get`+`Done` with `WithFairness` over 1,000 keys, serial; reference: ours without fairness", row: "QueueAddGetDoneFairness/keys=1000/mode=serial", refRow: "QueueAddGetDoneFairness/keys=none/mode=serial", unit: "ns/op", ref: "ours", limit: 1.5, zeroAllocs: true},
 	{measure: "`Add`+`Get`+`Done` with `WithFairness` over 1,000 keys, 2 producers + 2 workers; reference: ours without fairness", row: "QueueAddGetDoneFairness/keys=1000/mode=2p2w", refRow: "QueueAddGetDoneFairness/keys=none/mode=2p2w", unit: "ns/op", ref: "ours", limit: 1.5, zeroAllocs: true},
 	{measure: "`AddAfter` per call", row: "AddAfter", unit: "ns/op", ref: "clientgo", limit: 0.25, zeroAllocs: true, beatPQ: true},
@@ -432,103 +437,6 @@ func unitsOf(present map[string]bool) []string {
 	return append(us, extra...)
 }
 
-// writeHeadline writes the ratios the README quotes.
-func writeHeadline(w io.Writer, d *data) {
-	type h struct {
-		text, row, unit, ref string
-	}
-	lines := []h{
-		{"`Add`+`Get`+`Done` (serial)", "QueueAddGetDone/mode=serial", "ns/op", "clientgo"},
-		{"`Add`+`Get`+`Done` (2 producers, 2 workers)", "QueueAddGetDone/mode=2p2w", "ns/op", "clientgo"},
-		{"`AddAfter`, 3M items for every queue", "AddAfter", "ns/op", "clientgo"},
-		{"`AddAfter`, CPU time per call of every goroutine", "AddAfter", "cpu-ns/op", "clientgo"},
-		{"`AddAfter`, heap already faulted in, 3M items for every queue", "AddAfterPrefaulted", "ns/op", "clientgo"},
-		{"heap per waiting item at 1M", "WaitingHeap", "B/item", "clientgo"},
-		{"`Backoff.Next`, 100k keys, parallel", "BackoffNext/keys=100k/mode=parallel", "ns/op", "clientgo"},
-		{"default controller limiter `When`+`Forget`", "ControllerLimiterWhenForget/mode=serial", "ns/op", "clientgo"},
-		{"token bucket `When`", "BucketWhen/mode=serial", "ns/op", "xrate"},
-		{"`Retry`, per attempt (1 ns delays: every library arms a timer)", "Retry/delay=1ns", "ns/attempt", "cenkalti"},
-		{"`Retry`, per attempt (1 ns delays: every library arms a timer)", "Retry/delay=1ns", "ns/attempt", "apimachinery"},
-	}
-	for _, l := range lines {
-		us, ok1 := d.median(l.row, ours, l.unit)
-		them, ok2 := d.median(l.row, l.ref, l.unit)
-		if !ok1 || !ok2 || them == 0 {
-			continue
-		}
-		fmt.Fprintf(w, "- %s: ours %s %s, %s %s %s: **%.2f×**.\n",
-			l.text, num(us), l.unit, implLabels[l.ref], num(them), l.unit, us/them)
-	}
-	if _, ok := d.median("Idle", ours, "goroutines"); ok {
-		idle := func(impl string) string {
-			gr, _ := d.median("Idle", impl, "goroutines")
-			cpu, _ := d.median("Idle", impl, "cpu-ms/s")
-			base, _ := d.median("Idle", impl, "base-cpu-ms/s")
-			return fmt.Sprintf("%s goroutines, %s ms of CPU per second (%s with no queue)", num(gr), num(cpu), num(base))
-		}
-		fmt.Fprintf(w, "- 10,000 queues, each with one item waiting an hour: ours %s; client-go %s; controller-runtime priorityqueue %s.\n",
-			idle(ours), idle("clientgo"), idle("priorityqueue"))
-	}
-}
-
-// method explains what is compared and how; it does not change between runs.
-const method = `## What is compared, and how
-
-- **Queues**: client-go's ` + "`workqueue.NewTypedRateLimitingQueue`" + `, controller-runtime's
-  ` + "`priorityqueue.New`" + ` and our ` + "`NewRateLimitingQueue`" + `, each with its default controller limiter and
-  with metrics off (an unnamed client-go or controller-runtime queue records no metrics; ours has a no-op
-  default), items of type ` + "`int`" + `. Every implementation runs the identical body through one small
-  interface (their method sets are the same).
-- **Fairness with asynchronous queues**: client-go's ` + "`AddAfter`" + ` hands the item to a goroutine over a
-  1000-slot channel, and the priority queue appends it to a buffer that another goroutine flushes. So every
-  benchmark that adds waiting items ends its timed region with a barrier: one sentinel item added with a 1 ns
-  delay, and a ` + "`Get`" + ` that waits for it. Both process their input in order, so the sentinel comes out only
-  after everything before it is in their heap or tree. Ours runs the same barrier (and pays one timer firing,
-  amortised over b.N). allocs/op counts allocations on every goroutine, so work done by their background
-  goroutines is counted too.
-- **2 producers + 2 workers** (` + "`mode=2p2w`" + `): two goroutines add distinct items, two others ` + "`Get`" + ` and
-  ` + "`Done`" + ` them; ` + "`ns/op`" + ` is wall time per item, ` + "`cpu-ns/op`" + ` the process's CPU time (getrusage) per item.
-  Nothing is queued first, but the producers are not paced and an add costs less than a ` + "`Get`" + ` plus a
-  ` + "`Done`" + `, so every queue holds a backlog of tens of thousands of items for most of the run. The machine
-  floor of the priority rows is one mutex, one condition variable and two FIFOs with no per-item state (no
-  de-duplication): the hand-off any queue built that way pays; the difference between it and a queue is the
-  per-item state that de-duplication needs. The priority rows also run paced (` + "`mode=2p2w-depth1000`" + `): the
-  producers yield while more than about 1,000 items are queued or being processed, so that every queue is
-  measured at the depth the serial rows use, not at a depth that grows with b.N.
-- **` + "`AddAfter`" + `**: 3,000,000 calls for every queue, so that all queues reach the same size (a call costs
-  more in a larger queue, and with a time-based benchtime the fastest queue would be measured at the largest
-  size). ` + "`ns/op`" + ` is wall time; ` + "`cpu-ns/op`" + ` is the process's CPU time (getrusage: every goroutine, the
-  garbage collector and the kernel) per call. They differ for client-go, whose ` + "`AddAfter`" + ` is a two-stage
-  pipeline: the caller sends the item on a channel and a goroutine files it, on the other core when that core
-  is free, so its wall time counts only the slower stage, and depends on what else the machine runs.
-- **Memory** (` + "`B/item`" + `): live heap after a full GC with the queue holding n items waiting 1–2 h, minus
-  the live heap before the queue was built, divided by n. Between measurements the harness waits until the
-  previous queue's memory is collected (a stopped ` + "`time.AfterFunc`" + ` timer keeps its callback, and so its
-  queue, reachable until the Go runtime deletes it lazily).
-- **Growth**: the queue is filled (untimed) to n waiting items, then ` + "`AddAfter`" + ` of new distinct items is
-  timed; it is refilled after every n/4 timed adds, so its size stays within [n, 1.25n]. Each timed stretch of
-  n/4 adds ends with the barrier above (timed), and ` + "`cpu-ns/op`" + ` is the process's CPU time over the timed
-  stretches.
-- **Lateness**: real clock; 1,000 items added 1 ms apart, each with a 10 ms delay, one worker blocked in
-  ` + "`Get`" + `; lateness = when ` + "`Get`" + ` returned − (when ` + "`AddAfter`" + ` was called + 10 ms). The floor ("bare
-  time.AfterFunc") arms one runtime timer per item whose callback hands the item to the same kind of worker
-  over a channel. A second floor ("one re-armed time.AfterFunc") keeps one timer for all items, as our queue
-  does, and re-arms it from its callback for the next item.
-- **Prefaulted ` + "`AddAfter`" + `**: ` + "`AddAfter`" + ` again, with 3,000,000 calls for every queue, after a ballast of 512 bytes
-  per call has been written page by page and freed, so that the queues' allocations reuse memory the process
-  already holds (as in a long-running controller) instead of first-touching fresh pages, which is dear on this
-  VM. ` + "`faults/kop`" + ` (minor page faults per 1,000 calls) shows whether that held.
-- **Idle**: 10,000 queues each holding one item due in an hour; goroutines they keep, and the process's CPU
-  time (getrusage) over a 2 s real-time window, next to the same window measured with no queue.
-- **Per-key Backoff and limiters**: string keys shaped like ` + "`ns-12/object-345`" + `; the Backoff holds an entry
-  for every key before timing (steady state); parallel runs use ` + "`b.RunParallel`" + ` (GOMAXPROCS goroutines).
-- **Limiters**: x/time/rate's ` + "`Reserve`" + ` against our token bucket's ` + "`When`" + ` (BucketWhen), its ` + "`Allow`" + ` and
-  ` + "`Wait`" + ` against our ` + "`Limiter`" + `'s, and one ` + "`sync.Mutex`" + ` around a ` + "`map[string]*rate.Limiter`" + ` (what services
-  write by hand) against our ` + "`KeyedLimiter`" + `; ` + "`B/key`" + ` is the heap the keyed limiter took per key.
-- **Retry**: one op is a retried call of a function that fails 9 times and then succeeds; with 0 delays (each
-  library handles a zero delay its own way: ours skips the timer, the others arm a 0-length one) and with 1 ns
-  delays (every library arms a real timer, already expired when waited on, so nothing sleeps).`
-
 func main() {
 	var (
 		raw       = flag.String("raw", "results.txt", "raw go test -bench output of all rounds")
@@ -540,7 +448,11 @@ func main() {
 		cpuFlag   = flag.String("cpu", "", "CPU model name from /proc/cpuinfo (the raw output's cpu line comes first)")
 		commit    = flag.String("commit", "", "commit measured")
 		command   = flag.String("command", "bench/run.sh", "command that produced the results")
-		how       = flag.String("how", "", "how the rounds were run (markdown)")
+		benchtime = flag.String("benchtimes", "", "the -benchtime of each group of benchmarks")
+		extra     = flag.String("extra", "", "extra flags given to the test binary")
+		wall      = flag.Int("wall", 0, "wall time of the run, in seconds")
+		loadStart = flag.String("load-start", "", "load average (1, 5, 15 min) at the start")
+		loadEnd   = flag.String("load-end", "", "load average (1, 5, 15 min) at the end")
 		partial   = flag.Bool("partial", false, "the results are a partial run (ONLY=...): append them to -out as a section of their own instead of rewriting it")
 	)
 	flag.Parse()
@@ -557,7 +469,8 @@ func main() {
 	}
 	run := runInfo{
 		command: *command, cpu: cpu, cores: *cores, goVersion: *goVersion, rounds: *rounds,
-		commit: *commit, how: *how, statsFile: *statsFile,
+		commit: *commit, benchtimes: *benchtime, extra: *extra, wall: *wall,
+		loadStart: *loadStart, loadEnd: *loadEnd, statsFile: *statsFile,
 	}
 	if *partial {
 		if err := writePartial(*out, d, run); err != nil {
@@ -568,35 +481,16 @@ func main() {
 	var b bytes.Buffer
 	fmt.Fprintln(&b, "# Benchmarks")
 	fmt.Fprintln(&b)
-	fmt.Fprintln(&b, "<!-- Generated by bench/run.sh (bench/cmd/benchreport). Do not edit by hand. -->")
+	fmt.Fprintln(&b, generatedLine)
 	fmt.Fprintln(&b)
-	fmt.Fprintln(&b, "This library side by side with the code it re-implements or competes with, measured in the same run:")
-	fmt.Fprintln(&b, "client-go's workqueue and flowcontrol, controller-runtime's priority queue, apimachinery's wait,")
-	fmt.Fprintln(&b, "cenkalti/backoff/v5 and golang.org/x/time/rate. Every figure is the median over the rounds; every ratio")
-	fmt.Fprintln(&b, "is ours divided by theirs (lower is better, except items/s).")
+	fmt.Fprintln(&b, legend)
 	fmt.Fprintln(&b)
 	writeRunTable(&b, run)
-	if *how != "" {
-		fmt.Fprintln(&b, "## How it was run")
-		fmt.Fprintln(&b)
-		fmt.Fprintln(&b, *how)
-		fmt.Fprintln(&b)
-	}
-	fmt.Fprintln(&b, method)
-	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "## Targets")
-	fmt.Fprintln(&b)
-	fmt.Fprintln(&b, "Issue 5's targets, and those of later issues as named in each row.")
 	fmt.Fprintln(&b)
 	writeTargets(&b, d, false)
 	fmt.Fprintln(&b)
-	fmt.Fprintln(&b, "## Headline")
-	fmt.Fprintln(&b)
-	writeHeadline(&b, d)
-	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "## Every comparison")
-	fmt.Fprintln(&b)
-	fmt.Fprintln(&b, "Medians; the ratio columns divide ours by each other implementation.")
 	writeDetails(&b, d, "###")
 	if err := writeBenchstat(&b, run.statsFile, "## benchstat",
 		"`benchstat -col /impl` over the same raw results (bench/results.txt), with its 95% confidence intervals."); err != nil {
@@ -607,10 +501,17 @@ func main() {
 	}
 }
 
+// legend says how to read the tables.
+const legend = "Medians over the interleaved rounds; every ratio is ours divided by the other implementation's median\n" +
+	"from the same rounds (lower is better, except items/s). What each benchmark measures:\n" +
+	"[docs/performance.md](docs/performance.md)."
+
 // runInfo describes a run: what was run, where and how.
 type runInfo struct {
-	command, cpu, cores, goVersion, commit, how, statsFile string
-	rounds                                                 int
+	command, cpu, cores, goVersion, commit string
+	benchtimes, extra, loadStart, loadEnd  string
+	statsFile                              string
+	rounds, wall                           int
 }
 
 // Markers of the section a partial run appends. A full run rewrites the
@@ -660,14 +561,9 @@ func writePartial(path string, d *data, r runInfo) error {
 	fmt.Fprintln(&b, partialMarker)
 	fmt.Fprintln(&b, "## Re-measured rows")
 	fmt.Fprintln(&b)
-	fmt.Fprintln(&b, "These benchmark functions were run again after the full run above, by themselves, with every")
-	fmt.Fprintln(&b, "implementation they compare, in the same interleaved rounds.")
+	fmt.Fprintln(&b, "Benchmark functions run again by themselves, with every implementation they compare.")
 	fmt.Fprintln(&b)
 	writeRunTable(&b, r)
-	if r.how != "" {
-		fmt.Fprintln(&b, r.how)
-		fmt.Fprintln(&b)
-	}
 	fmt.Fprintln(&b, "### Targets of these rows")
 	fmt.Fprintln(&b)
 	writeTargets(&b, d, true)
@@ -684,13 +580,28 @@ func writePartial(path string, d *data, r runInfo) error {
 func writeRunTable(w io.Writer, r runInfo) {
 	fmt.Fprintln(w, "| | |")
 	fmt.Fprintln(w, "| --- | --- |")
-	fmt.Fprintf(w, "| command | `%s` |\n", r.command)
+	// A | in a table cell ends the cell, even inside a code span, unless escaped.
+	fmt.Fprintf(w, "| command | `%s` |\n", strings.ReplaceAll(r.command, "|", `\|`))
 	fmt.Fprintf(w, "| CPU | %s |\n", r.cpu)
 	fmt.Fprintf(w, "| cores | %s |\n", r.cores)
 	fmt.Fprintf(w, "| Go | %s |\n", r.goVersion)
 	fmt.Fprintf(w, "| rounds | %d |\n", r.rounds)
 	if r.commit != "" {
 		fmt.Fprintf(w, "| commit | %s |\n", r.commit)
+	}
+	if r.benchtimes != "" {
+		fmt.Fprintf(w, "| benchtimes | %s |\n", r.benchtimes)
+	}
+	extra := r.extra
+	if extra == "" {
+		extra = "none"
+	}
+	fmt.Fprintf(w, "| extra flags | `%s` |\n", extra)
+	if r.wall > 0 {
+		fmt.Fprintf(w, "| wall time | %d s |\n", r.wall)
+	}
+	if r.loadStart != "" || r.loadEnd != "" {
+		fmt.Fprintf(w, "| load average (1, 5, 15 min), start / end | %s / %s |\n", r.loadStart, r.loadEnd)
 	}
 	fmt.Fprintln(w)
 }
