@@ -39,7 +39,7 @@ type scenario struct {
 	floorPerSecond         float64
 }
 
-// storm is the scenario of the README: 1,000 calls per second, a minute of
+// storm is the scenario of docs/retry-budgets.md: 1,000 calls per second, a minute of
 // outage, a floor of 1% of the calls.
 var storm = scenario{
 	clients:        1000,

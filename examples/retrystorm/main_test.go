@@ -15,7 +15,7 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// small is the README's scenario scaled down tenfold in rate and threefold in
+// small is docs/retry-budgets.md's scenario scaled down tenfold in rate and threefold in
 // time, so that it runs in a blink under the race detector too.
 var small = scenario{
 	clients:        100,
@@ -25,7 +25,7 @@ var small = scenario{
 	floorPerSecond: 1,
 }
 
-// TestRetryStormShape checks the shape the README shows: without a budget the
+// TestRetryStormShape checks the shape docs/retry-budgets.md shows: without a budget the
 // outage quintuples the load; with a 10% budget (1 s window) it stays within
 // 1.1 times the normal load plus the floor, every second; both recover within
 // a second of the end of the outage.
@@ -65,8 +65,8 @@ func TestRetryStormLongWindow(t *testing.T) {
 	assert.Greater(t, b.peak, 1.5, "%+v", b)
 }
 
-// TestRetryStormReadme runs the README's scenario and checks the figures the
-// README quotes. It is skipped under the race detector, which makes it take
+// TestRetryStormReadme runs docs/retry-budgets.md's scenario and checks the figures the
+// page quotes. It is skipped under the race detector, which makes it take
 // half a minute.
 func TestRetryStormReadme(t *testing.T) {
 	if raceEnabled {
