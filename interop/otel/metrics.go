@@ -8,6 +8,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 )
 
 // The names of the instruments. The queue's are client-go's workqueue
@@ -80,6 +81,7 @@ type Metrics struct {
 	budgetGauges  map[*budgetObservation]struct{}
 	limiters      map[*limiterObservation]struct{}
 	keyedLimiters map[*keyedObservation]struct{}
+	noop          bool // built on the no-op MeterProvider
 }
 
 // observables are the asynchronous instruments, all reported by one
@@ -98,12 +100,15 @@ type observables struct {
 // with an SDK's MeterProvider there are none. Call [Metrics.Close] to
 // unregister the callback when the Metrics is no longer used.
 //
-// With a no-op MeterProvider (go.opentelemetry.io/otel/metric/noop), the
-// queues and budgets given a Metrics cost an atomic add per event, and
-// allocate nothing; see BenchmarkQueueAddGetDone.
+// With the no-op MeterProvider (go.opentelemetry.io/otel/metric/noop), the
+// queues given a Metrics measure nothing (see [Metrics.ForQueue]) and the
+// retry budgets cost an atomic add per decision; nothing allocates. See
+// BenchmarkQueueAddGetDone.
 func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	meter := mp.Meter(ScopeName)
+	_, noop := meter.(metricnoop.Meter)
 	m := &Metrics{
+		noop:          noop,
 		queues:        map[*QueueMetrics]struct{}{},
 		budgets:       map[*RetryBudgetMetrics]struct{}{},
 		budgetGauges:  map[*budgetObservation]struct{}{},

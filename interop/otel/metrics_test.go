@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/retrykit/backoff"
@@ -96,8 +97,7 @@ func TestQueueMetricsOfOneNameAddUpAndDeleteDropsThem(t *testing.T) {
 	if got := collect(t, reader).value(t, otel.QueueDepthName, pods); got != 5 {
 		t.Errorf("depth = %v, want 5", got)
 	}
-	a.Delete()
-	b.Delete()
+	m.DeleteQueue("pods")
 	if _, ok := collect(t, reader).point(otel.QueueDepthName, pods); ok {
 		t.Error("a deleted queue still reports its depth")
 	}
@@ -185,3 +185,16 @@ func TestMetricsCloseStopsTheObservations(t *testing.T) {
 	}
 }
 
+func TestQueueMetricsOfTheNoopProviderAreNop(t *testing.T) {
+	m, err := otel.NewMetrics(metricnoop.NewMeterProvider())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if qm := m.ForQueue("pods"); qm != (backoff.NopQueueMetrics{}) {
+		t.Errorf("ForQueue = %T, want backoff.NopQueueMetrics", qm)
+	}
+	sdk, _ := newMetrics(t)
+	if _, ok := sdk.ForQueue("pods").(*otel.QueueMetrics); !ok {
+		t.Error("ForQueue of an SDK provider is not a *QueueMetrics")
+	}
+}

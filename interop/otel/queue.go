@@ -13,8 +13,8 @@ import (
 
 // QueueMetrics is the backoff.QueueMetrics (and
 // backoff.PriorityDepthMetrics) of one queue: it reports the queue's
-// measurements under its name in the [Metrics] that made it. Get one from
-// [Metrics.ForQueue] and pass it with backoff.WithMetrics.
+// measurements under its name in the [Metrics] that made it.
+// [Metrics.ForQueue] returns one, to pass with backoff.WithMetrics.
 //
 // The depth, the adds and the retries are atomics, read when the metrics
 // are collected; the two durations are recorded in histograms as they
@@ -42,15 +42,25 @@ var (
 	_ backoff.PriorityDepthMetrics = (*QueueMetrics)(nil)
 )
 
-// ForQueue returns the [QueueMetrics] to pass, with backoff.WithMetrics, to
-// the queue called name; name is the value of the name attribute of its
-// series. Give each queue its own QueueMetrics, and call
-// [QueueMetrics.Delete] when the queue is discarded. ForQueue panics if name
-// is empty.
-func (m *Metrics) ForQueue(name string) *QueueMetrics {
+// ForQueue returns the metrics to pass, with backoff.WithMetrics, to the
+// queue called name: a [*QueueMetrics] whose series have the attribute
+// name=name, or, when m was built on the no-op MeterProvider,
+// backoff.NopQueueMetrics, so that the queue skips its measurements (and
+// its clock reads) altogether. Give each queue its own, and call
+// [Metrics.DeleteQueue] when the queue is discarded. ForQueue panics if
+// name is empty.
+func (m *Metrics) ForQueue(name string) backoff.QueueMetrics {
 	if name == "" {
 		panic("otel: ForQueue: name must not be empty")
 	}
+	if m.noop {
+		return backoff.NopQueueMetrics{}
+	}
+	return m.forQueue(name)
+}
+
+// forQueue returns a new QueueMetrics called name.
+func (m *Metrics) forQueue(name string) *QueueMetrics {
 	q := &QueueMetrics{
 		m:    m,
 		name: name,
@@ -63,12 +73,16 @@ func (m *Metrics) ForQueue(name string) *QueueMetrics {
 	return q
 }
 
-// Delete stops reporting the queue's series; its histograms keep what they
-// recorded.
-func (q *QueueMetrics) Delete() {
-	q.m.mu.Lock()
-	delete(q.m.queues, q)
-	q.m.mu.Unlock()
+// DeleteQueue stops reporting the series of the queues called name; the
+// histograms keep what they recorded.
+func (m *Metrics) DeleteQueue(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for q := range m.queues {
+		if q.name == name {
+			delete(m.queues, q)
+		}
+	}
 }
 
 // SetDepth sets workqueue.depth to n.
