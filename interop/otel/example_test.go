@@ -51,7 +51,7 @@ func ExampleRetrier() {
 		for _, e := range s.Events() {
 			fmt.Printf(", %s", e.Name)
 			for _, a := range e.Attributes {
-				fmt.Printf(" %s=%s", a.Key, a.Value.Emit())
+				fmt.Printf(" %s=%s", a.Key, a.Value.String())
 			}
 		}
 		fmt.Println()
@@ -130,7 +130,7 @@ func points[N int64 | float64](name string, dps []metricdata.DataPoint[N]) []str
 	for _, dp := range dps {
 		var attrs []string
 		for _, kv := range dp.Attributes.ToSlice() {
-			attrs = append(attrs, string(kv.Key)+"="+kv.Value.Emit())
+			attrs = append(attrs, string(kv.Key)+"="+kv.Value.String())
 		}
 		out = append(out, fmt.Sprintf("%s{%s} %v", name, strings.Join(attrs, ","), dp.Value))
 	}

@@ -82,10 +82,11 @@ func WithSpanEvents() Option {
 }
 
 // WithNotify makes a [Retrier] call notify as backoff.WithNotify would,
-// after its own bookkeeping. The Retrier passes backoff.WithNotify to
-// backoff.Retry itself, after the options of the call, so a
-// backoff.WithNotify among those options is replaced: give the hook here
-// instead.
+// after its own bookkeeping (so a notify that steps a fake clock sees the
+// attempt's span ended). The Retrier passes a backoff.WithNotify of its own
+// to backoff.Retry after the call's options, and the last option wins, so a
+// backoff.WithNotify among the call's options never runs: give the hook
+// here instead.
 func WithNotify(notify func(attempt int, err error, next time.Duration)) Option {
 	return func(c *config) { c.notify = notify }
 }

@@ -55,8 +55,9 @@ type Transport struct {
 // http.DefaultTransport) with httpretry's retries on schedule s and options
 // opts, as httpretry.NewTransport(base, s, opts...) does, traced and
 // measured by r. It builds an httpretry.Transport per request, to give its
-// retries their own notify hook: a backoff.WithNotify among opts is
-// replaced; pass the hook to NewRetrier with [WithNotify] instead.
+// retries their own notify hook; as for [Retrier.Retry], a
+// backoff.WithNotify among opts never runs: pass the hook to NewRetrier
+// with [WithNotify] instead.
 func (r *Retrier) Transport(base http.RoundTripper, s backoff.Schedule, opts ...backoff.Option) *Transport {
 	if base == nil {
 		base = http.DefaultTransport

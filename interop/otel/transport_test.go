@@ -185,7 +185,7 @@ func assertParents(t *testing.T, srv *flakyServer, attempts []sdktrace.ReadOnlyS
 func attr(s sdktrace.ReadOnlySpan, key attribute.Key) string {
 	for _, kv := range s.Attributes() {
 		if kv.Key == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""

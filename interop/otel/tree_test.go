@@ -53,7 +53,7 @@ func tree(spans []sdktrace.ReadOnlySpan, skip ...attribute.Key) string {
 		var parts []string
 		for _, kv := range kvs {
 			if !slices.Contains(skip, kv.Key) {
-				parts = append(parts, fmt.Sprintf("%s=%s", kv.Key, kv.Value.Emit()))
+				parts = append(parts, fmt.Sprintf("%s=%s", kv.Key, kv.Value.String()))
 			}
 		}
 		slices.Sort(parts)
