@@ -11,7 +11,9 @@
 // backoff.RetryBudgetMetrics for backoff.WithRetryBudgetMetrics; and it
 // observes what has no hook, read when the metrics are collected:
 // [Metrics.ObserveRetryBudget], [Metrics.ObserveLimiter] and
-// [Metrics.ObserveKeyedLimiter]. A [Retrier] given the Metrics with
+// [Metrics.ObserveKeyedLimiter]; [Metrics.WrapLimiter] and
+// [WrapKeyedLimiter] also count a limiter's admissions and rejections, in a
+// thin wrapper, since the limiters have no hook. A [Retrier] given the Metrics with
 // [WithMetrics] records gRPC A96's two retry histograms.
 //
 //	m, err := otel.NewMetrics(meterProvider)
@@ -38,6 +40,8 @@
 //	retrykit.limiter.limit                 gauge      {token}/s  the limiter's rate
 //	retrykit.limiter.burst                 gauge      {token}    the limiter's burst
 //	retrykit.limiter.tokens                gauge      {token}    tokens the limiter holds now
+//	retrykit.limiter.admitted              counter    {call}     calls a wrapped limiter admitted
+//	retrykit.limiter.rejected              counter    {call}     calls a wrapped limiter refused
 //	retrykit.keyed_limiter.keys            gauge      {key}      keys a keyed limiter tracks
 //
 // The workqueue names are client-go's in OpenTelemetry's form: through an

@@ -36,6 +36,8 @@ const (
 	LimiterLimitName        = "retrykit.limiter.limit"
 	LimiterBurstName        = "retrykit.limiter.burst"
 	LimiterTokensName       = "retrykit.limiter.tokens"
+	LimiterAdmittedName     = "retrykit.limiter.admitted"
+	LimiterRejectedName     = "retrykit.limiter.rejected"
 	KeyedLimiterKeysName    = "retrykit.keyed_limiter.keys"
 	NameKey                 = attribute.Key("name")
 	PriorityKey             = attribute.Key("priority")
@@ -81,6 +83,7 @@ type Metrics struct {
 	budgetGauges  map[*budgetObservation]struct{}
 	limiters      map[*limiterObservation]struct{}
 	keyedLimiters map[*keyedObservation]struct{}
+	admissions    map[*admissions]struct{}
 	noop          bool // built on the no-op MeterProvider
 }
 
@@ -90,6 +93,7 @@ type observables struct {
 	depth, prioDepth, keys                 metric.Int64ObservableGauge
 	adds, queueRetries                     metric.Int64ObservableCounter
 	budgetRequests, budgetRetries, refused metric.Int64ObservableCounter
+	admitted, rejected                     metric.Int64ObservableCounter
 	unfinished, longest                    metric.Float64ObservableGauge
 	balance, limit, burst, tokens          metric.Float64ObservableGauge
 }
@@ -114,6 +118,7 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 		budgetGauges:  map[*budgetObservation]struct{}{},
 		limiters:      map[*limiterObservation]struct{}{},
 		keyedLimiters: map[*keyedObservation]struct{}{},
+		admissions:    map[*admissions]struct{}{},
 	}
 	var errs []error
 	check := func(err error) {
@@ -181,11 +186,17 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	o.keys, err = meter.Int64ObservableGauge(KeyedLimiterKeysName, metric.WithUnit("{key}"),
 		metric.WithDescription("Keys the keyed limiter tracks."))
 	check(err)
+	o.admitted, err = meter.Int64ObservableCounter(LimiterAdmittedName, metric.WithUnit("{call}"),
+		metric.WithDescription("Calls of Allow, AllowN, Wait and WaitN that the limiter admitted."))
+	check(err)
+	o.rejected, err = meter.Int64ObservableCounter(LimiterRejectedName, metric.WithUnit("{call}"),
+		metric.WithDescription("Calls of Allow, AllowN, Wait and WaitN that the limiter refused (Allow false, Wait an error)."))
+	check(err)
 	if len(errs) == 0 {
 		m.registration, err = meter.RegisterCallback(m.observe,
 			o.depth, o.prioDepth, o.adds, o.queueRetries, o.unfinished, o.longest,
 			o.budgetRequests, o.budgetRetries, o.refused, o.balance,
-			o.limit, o.burst, o.tokens, o.keys)
+			o.limit, o.burst, o.tokens, o.keys, o.admitted, o.rejected)
 		check(err)
 	}
 	return m, errors.Join(errs...)
@@ -276,6 +287,16 @@ func (m *Metrics) observe(_ context.Context, obs metric.Observer) error {
 		obs.ObserveFloat64(o.limit, l.limiter.Limit(), at)
 		obs.ObserveFloat64(o.burst, float64(l.limiter.Burst()), at)
 		obs.ObserveFloat64(o.tokens, l.limiter.Tokens(), at)
+	}
+	decisions := map[string][2]int64{}
+	for a := range m.admissions {
+		d := decisions[a.name]
+		decisions[a.name] = [2]int64{d[0] + a.admitted.Load(), d[1] + a.rejected.Load()}
+	}
+	for name, d := range decisions {
+		at := metric.WithAttributeSet(nameSet(name))
+		obs.ObserveInt64(o.admitted, d[0], at)
+		obs.ObserveInt64(o.rejected, d[1], at)
 	}
 	for k := range m.keyedLimiters {
 		obs.ObserveInt64(o.keys, int64(k.limiter.Len()), metric.WithAttributeSet(nameSet(k.name)))

@@ -1,9 +1,11 @@
 package otel_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	testingclock "k8s.io/utils/clock/testing"
 
@@ -196,5 +198,51 @@ func TestQueueMetricsOfTheNoopProviderAreNop(t *testing.T) {
 	sdk, _ := newMetrics(t)
 	if _, ok := sdk.ForQueue("pods").(*otel.QueueMetrics); !ok {
 		t.Error("ForQueue of an SDK provider is not a *QueueMetrics")
+	}
+}
+
+func TestWrappedLimitersCountAdmissionsAndRejections(t *testing.T) {
+	m, reader := newMetrics(t)
+	fc := testingclock.NewFakeClock(epoch)
+	l, stop := m.WrapLimiter("api", backoff.NewLimiter(1, 2, backoff.WithClock(fc)))
+	defer stop()
+	k, stopKeyed := otel.WrapKeyedLimiter(m, "tenants", backoff.NewKeyedLimiter[string](1, 1, backoff.WithClock(fc)))
+	defer stopKeyed()
+
+	l.Allow()
+	l.AllowN(1)
+	l.Allow() // no token left
+	if err := l.WaitN(context.Background(), 3); err == nil {
+		t.Fatal("WaitN beyond the burst succeeded")
+	}
+	fc.Step(time.Second)
+	if err := l.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	k.Allow("a")
+	k.AllowN("a", 1) // refused
+	k.Allow("b")
+
+	c := collect(t, reader)
+	api, tenants := otel.NameKey.String("api"), otel.NameKey.String("tenants")
+	for _, tc := range []struct {
+		name string
+		attr attribute.KeyValue
+		want float64
+	}{
+		{otel.LimiterAdmittedName, api, 3},
+		{otel.LimiterRejectedName, api, 2},
+		{otel.LimiterTokensName, api, 0},
+		{otel.LimiterAdmittedName, tenants, 2},
+		{otel.LimiterRejectedName, tenants, 1},
+		{otel.KeyedLimiterKeysName, tenants, 2},
+	} {
+		if got := c.value(t, tc.name, tc.attr); got != tc.want {
+			t.Errorf("%s{%v} = %v, want %v", tc.name, tc.attr.Value.String(), got, tc.want)
+		}
+	}
+	stop()
+	if _, ok := collect(t, reader).point(otel.LimiterAdmittedName, api); ok {
+		t.Error("admissions reported after stop")
 	}
 }
