@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/retrykit/backoff"
@@ -147,4 +148,57 @@ func TestRetrierStopReasons(t *testing.T) {
 			t.Errorf("StopReason(%v) = %q, want %q", tc.err, got, tc.want)
 		}
 	}
+}
+
+func TestRetrierMeasuresTheWaitThatCancellationCutShort(t *testing.T) {
+	tp, sr := newTracer(t)
+	m, reader := newMetrics(t)
+	fc := testingclock.NewFakeClock(epoch)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fn, _, bopts := scripted(fc, errFlaky, errFlaky)
+	r := otel.NewRetrier("fetch", otel.WithTracerProvider(tp), otel.WithMetrics(m), otel.WithClock(fc),
+		otel.WithNotify(func(attempt int, _ error, next time.Duration) {
+			if attempt == 2 {
+				fc.Step(next / 4) // a quarter of the wait, then the caller gives up
+				cancel()
+				return
+			}
+			fc.Step(next)
+		}))
+
+	err := r.Retry(ctx, schedule, fn, bopts...)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want cancelled", err)
+	}
+	assertTree(t, sr, `
+fetch internal [0s..1.7s] Error retrykit.retry.attempts=2
+  event exception @1.7s exception.message=backoff: retry stopped after 2 attempts: context canceled; last error: flaky exception.type=*backoff.RetryError retrykit.retry.attempts=2 retrykit.retry.stop_reason=canceled
+  fetch internal [0s..100ms] Error error.type=*errors.errorString retrykit.retry.attempt=1
+    event retry.scheduled @100ms retrykit.retry.attempt=1 retrykit.retry.delay=1 retrykit.retry.reason=schedule
+  fetch internal [1.1s..1.2s] Error error.type=*errors.errorString retrykit.retry.attempt=2
+    event retry.scheduled @1.2s retrykit.retry.attempt=2 retrykit.retry.delay=2 retrykit.retry.reason=schedule
+`)
+	if h, ok := collect(t, reader).histogram(otel.RetryDelayName, otel.NameKey.String("fetch")); !ok || h.Sum != 1.5 {
+		t.Errorf("delay = %+v, want 1.5 s: the full first wait and half of the second", h)
+	}
+}
+
+func TestRetrierWithoutTracerStillMeasures(t *testing.T) {
+	m, reader := newMetrics(t)
+	fc := testingclock.NewFakeClock(epoch)
+	fn, opts, bopts := scripted(fc, errFlaky)
+	r := otel.NewRetrier("fetch", append(opts, otel.WithTracerProvider(tracenoop.NewTracerProvider()), otel.WithMetrics(m))...)
+	if err := r.Retry(context.Background(), schedule, fn, bopts...); err != nil {
+		t.Fatal(err)
+	}
+	if h, ok := collect(t, reader).intHistogram(otel.RetryRetriesName, otel.NameKey.String("fetch")); !ok || h.Sum != 1 {
+		t.Errorf("retries = %+v, want one call with 1 retry", h)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("NewRetrier(\"\") did not panic")
+		}
+	}()
+	otel.NewRetrier("")
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -189,4 +190,30 @@ func attr(s sdktrace.ReadOnlySpan, key attribute.Key) string {
 		}
 	}
 	return ""
+}
+
+func TestTransportSendsAPostOnce(t *testing.T) {
+	tp, sr := newTracer(t)
+	fc := testingclock.NewFakeClock(epoch)
+	srv := newFlakyServer(t)
+	r, bopts := httpRetrier(tp, fc)
+	rt := r.Transport(srv.Client().Transport, backoff.Schedule{Duration: time.Second, Steps: 5}, bopts...)
+	defer rt.CloseIdleConnections()
+
+	req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("status %d, want the first answer, 503", resp.StatusCode)
+	}
+	assertTree(t, sr, `
+GET / internal [0s..0s] Unset retrykit.retry.attempts=1
+  POST client [0s..0s] Error error.type=503 http.request.method=POST http.response.status_code=503 retrykit.retry.attempt=1 server.address=127.0.0.1
+`, "url.full", "server.port")
 }
