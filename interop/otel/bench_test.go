@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	global "go.opentelemetry.io/otel"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -81,6 +82,15 @@ func BenchmarkQueueAddGetDone(b *testing.B) {
 		{"otel-sdk", func(b *testing.B) []backoff.Option {
 			return []backoff.Option{backoff.WithMetrics(benchMetrics(b, true).ForQueue("bench"))}
 		}},
+		// The global MeterProvider with no SDK installed: not known to be
+		// a no-op, so the queue measures (and reads its clock) for nothing.
+		{"otel-global", func(b *testing.B) []backoff.Option {
+			m, err := otel.NewMetrics(global.GetMeterProvider())
+			if err != nil {
+				b.Fatal(err)
+			}
+			return []backoff.Option{backoff.WithMetrics(m.ForQueue("bench"))}
+		}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			q := backoff.NewQueue[int](bc.opts(b)...)
@@ -118,6 +128,9 @@ func BenchmarkRetry(b *testing.B) {
 	tp := sdktrace.NewTracerProvider()
 	b.Cleanup(func() { _ = tp.Shutdown(ctx) })
 	sdk := otel.NewRetrier("bench", otel.WithTracerProvider(tp), otel.WithMetrics(benchMetrics(b, true)))
+	// The global providers with no SDK installed: not known to be no-ops,
+	// so the Retrier does its bookkeeping for nothing.
+	global := otel.NewRetrier("bench", otel.WithMetrics(benchGlobalMetrics(b)))
 	for _, bc := range []struct {
 		name  string
 		retry func() error
@@ -125,6 +138,7 @@ func BenchmarkRetry(b *testing.B) {
 		{"plain", func() error { return backoff.Retry(ctx, s, fn) }},
 		{"otel-noop", func() error { return noop.Retry(ctx, s, fn) }},
 		{"otel-sdk", func() error { return sdk.Retry(ctx, s, fn) }},
+		{"otel-global", func() error { return global.Retry(ctx, s, fn) }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
@@ -135,4 +149,12 @@ func BenchmarkRetry(b *testing.B) {
 			}
 		})
 	}
+}
+
+func benchGlobalMetrics(b *testing.B) *otel.Metrics {
+	m, err := otel.NewMetrics(global.GetMeterProvider())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m
 }

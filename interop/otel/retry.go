@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
@@ -80,9 +81,11 @@ const RetryScheduledEvent = "retry.scheduled"
 // retrykit.retry.retries and its total wait in retrykit.retry.delay,
 // attributed name=the operation's name: gRPC's A96 retry metrics.
 //
-// With a no-op TracerProvider (go.opentelemetry.io/otel/trace/noop) and no
-// metrics or disabled ones, Retry is backoff.Retry, with no more
-// allocations; see BenchmarkRetry.
+// With a no-op TracerProvider (go.opentelemetry.io/otel/trace/noop), or the
+// global one while no SDK has been set with otel.SetTracerProvider, and no
+// metrics or disabled ones (the no-op MeterProvider's, or the global one's
+// before an SDK is set), Retry is backoff.Retry, with no more allocations;
+// see BenchmarkRetry.
 //
 // A Retrier is safe for concurrent use by multiple goroutines. Its zero
 // value is not usable: create it with [NewRetrier].
@@ -91,7 +94,9 @@ type Retrier struct {
 	cfg     config
 	tracer  trace.Tracer
 	noop    bool                  // tracer is the no-op one
+	global  bool                  // tracer is the global provider's, from before any was set
 	metrics []metric.RecordOption // name=name, for the retry histograms
+	notify  []backoff.Option      // backoff.WithNotify(cfg.notify), if set
 }
 
 // NewRetrier returns a Retrier for the operation called name: the name of
@@ -105,8 +110,24 @@ func NewRetrier(name string, opts ...Option) *Retrier {
 	r := &Retrier{name: name, cfg: newConfig(opts)}
 	r.tracer = r.cfg.tracerProvider.Tracer(ScopeName)
 	_, r.noop = r.tracer.(noop.Tracer)
+	r.global = r.cfg.tracerProvider == unsetGlobal
 	r.metrics = []metric.RecordOption{metric.WithAttributeSet(nameSet(name))}
+	if r.cfg.notify != nil {
+		r.notify = []backoff.Option{backoff.WithNotify(r.cfg.notify)}
+	}
 	return r
+}
+
+// plainOptions returns opts with the notify hook of WithNotify, if any,
+// for a call that records nothing.
+func (r *Retrier) plainOptions(opts []backoff.Option) []backoff.Option {
+	switch {
+	case r.notify == nil:
+		return opts
+	case len(opts) == 0:
+		return r.notify
+	}
+	return append(opts[:len(opts):len(opts)], r.notify...)
 }
 
 // Retry is backoff.Retry(ctx, s, fn, opts...), traced and measured as
@@ -114,7 +135,7 @@ func NewRetrier(name string, opts ...Option) *Retrier {
 // so that its own spans are the attempt's children.
 func (r *Retrier) Retry(ctx context.Context, s backoff.Schedule, fn func(context.Context) error, opts ...backoff.Option) error {
 	if r.off(ctx) {
-		return backoff.Retry(ctx, s, fn, opts...)
+		return backoff.Retry(ctx, s, fn, r.plainOptions(opts)...)
 	}
 	c := r.begin(ctx, false)
 	err := backoff.Retry(c.ctx, s, func(ctx context.Context) error {
@@ -141,10 +162,20 @@ func RetryValue[T any](ctx context.Context, r *Retrier, s backoff.Schedule, fn f
 	return v, err
 }
 
-// off reports whether a call would record nothing: no tracer and no
+// unsetGlobal is the global TracerProvider before any is set: it forwards
+// to the provider set later, if any, and until then records nothing.
+var unsetGlobal = otel.GetTracerProvider()
+
+// tracing reports whether the Retrier's spans go anywhere: its tracer is
+// not the no-op one, nor the global one while no provider is set.
+func (r *Retrier) tracing() bool {
+	return !r.noop && (!r.global || otel.GetTracerProvider() != unsetGlobal)
+}
+
+// off reports whether a call would record nothing: no tracing and no
 // enabled metric.
 func (r *Retrier) off(ctx context.Context) bool {
-	return r.noop && (r.cfg.metrics == nil || !r.cfg.metrics.retries.Enabled(ctx))
+	return !r.tracing() && (r.cfg.metrics == nil || !r.cfg.metrics.retries.Enabled(ctx))
 }
 
 // call is the state of one traced call across its attempts. backoff.Retry
@@ -155,6 +186,7 @@ type call struct {
 	ctx    context.Context // the caller's, with the call's span if the Retrier started one
 	span   trace.Span      // the call's span: the caller's or the Retrier's
 	own    bool            // span was started by the Retrier
+	trace  bool            // the spans go somewhere (Retrier.tracing)
 	events bool            // attempts are events on span, not spans
 
 	attempts int
@@ -166,9 +198,9 @@ type call struct {
 
 // begin starts a call.
 func (r *Retrier) begin(ctx context.Context, isHTTP bool) *call {
-	c := &call{r: r, ctx: ctx, events: r.cfg.events && !isHTTP}
+	c := &call{r: r, ctx: ctx, events: r.cfg.events && !isHTTP, trace: r.tracing()}
 	c.span = trace.SpanFromContext(ctx)
-	if !c.span.SpanContext().IsValid() && !r.noop {
+	if !c.span.SpanContext().IsValid() && c.trace {
 		c.ctx, c.span = r.tracer.Start(ctx, r.name, trace.WithTimestamp(r.cfg.clock.Now()))
 		c.own = true
 	}
@@ -189,7 +221,7 @@ func (c *call) startAttempt(ctx context.Context, name string, extra ...trace.Spa
 		c.delay += now.Sub(c.end)
 		c.waiting = false
 	}
-	if c.events || c.r.noop {
+	if c.events || !c.trace {
 		return ctx
 	}
 	opts := append([]trace.SpanStartOption{trace.WithTimestamp(now), trace.WithAttributes(AttemptKey.Int(c.attempts))}, extra...)
@@ -211,7 +243,7 @@ func (c *call) endAttempt(err error) {
 // another follows after next.
 func (c *call) notify(attempt int, err error, next time.Duration) {
 	c.waiting = true
-	if !c.r.noop {
+	if c.trace {
 		ev := []trace.EventOption{trace.WithTimestamp(c.end), trace.WithAttributes(
 			AttemptKey.Int(attempt), DelayKey.Float64(next.Seconds()), ReasonKey.String(reason(err)))}
 		if c.events {
@@ -236,7 +268,7 @@ func (c *call) finish(err error) {
 	if c.attempt != nil {
 		c.attempt.End(trace.WithTimestamp(c.end))
 	}
-	if err != nil && !c.r.noop {
+	if err != nil && c.trace {
 		c.span.RecordError(err, trace.WithTimestamp(now), trace.WithAttributes(
 			StopReasonKey.String(stopReason(err)), AttemptsKey.Int(c.attempts)))
 		if c.own {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	global "go.opentelemetry.io/otel"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	testingclock "k8s.io/utils/clock/testing"
 
@@ -201,4 +202,23 @@ func TestRetrierWithoutTracerStillMeasures(t *testing.T) {
 		}
 	}()
 	otel.NewRetrier("")
+}
+
+// TestRetrierFollowsTheGlobalProvider sets the global TracerProvider, once
+// for the whole test binary: no other test reads it.
+func TestRetrierFollowsTheGlobalProvider(t *testing.T) {
+	tp, sr := newTracer(t)
+	fc := testingclock.NewFakeClock(epoch)
+	fn, opts, bopts := scripted(fc, errFlaky)
+	r := otel.NewRetrier("fetch", opts...) // the global provider, none set yet
+	if err := r.Retry(context.Background(), schedule, fn, bopts...); err != nil {
+		t.Fatal(err)
+	}
+	global.SetTracerProvider(tp)
+	if err := r.Retry(context.Background(), schedule, fn, bopts...); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(sr.Ended()); n != 2 {
+		t.Errorf("%d spans, want 2: the second call's span and its attempt", n)
+	}
 }
