@@ -39,8 +39,16 @@ const (
 	LimiterAdmittedName     = "retrykit.limiter.admitted"
 	LimiterRejectedName     = "retrykit.limiter.rejected"
 	KeyedLimiterKeysName    = "retrykit.keyed_limiter.keys"
-	NameKey                 = attribute.Key("name")
-	PriorityKey             = attribute.Key("priority")
+)
+
+// The attributes of the series.
+const (
+	// NameKey is the name of the queue, budget, limiter or Retrier a series
+	// measures, on every series: client-go's label name.
+	NameKey = attribute.Key("name")
+	// PriorityKey is the priority of a workqueue.priority_depth series:
+	// the decimal priority, or backoff.OtherPriorityLabel.
+	PriorityKey = attribute.Key("priority")
 )
 
 // durationBounds are the bucket bounds, in seconds, of the queue's duration
@@ -211,8 +219,9 @@ func (m *Metrics) Close() error {
 	return m.registration.Unregister()
 }
 
-// nameOption returns the measurement option that carries the attribute
-// name=name, built once so that recording allocates nothing.
+// nameSet returns the attribute set name=name. The queues and Retriers
+// build their measurement options from it once, so that recording
+// allocates nothing.
 func nameSet(name string) attribute.Set {
 	return attribute.NewSet(NameKey.String(name))
 }
