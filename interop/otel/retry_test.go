@@ -204,9 +204,17 @@ func TestRetrierWithoutTracerStillMeasures(t *testing.T) {
 	otel.NewRetrier("")
 }
 
+// globalSet is set once TestRetrierFollowsTheGlobalProvider has set the
+// global TracerProvider, which cannot be unset.
+var globalSet bool
+
 // TestRetrierFollowsTheGlobalProvider sets the global TracerProvider, once
 // for the whole test binary: no other test reads it.
 func TestRetrierFollowsTheGlobalProvider(t *testing.T) {
+	if globalSet {
+		t.Skip("the global TracerProvider was set by an earlier run (-count > 1)")
+	}
+	globalSet = true
 	tp, sr := newTracer(t)
 	fc := testingclock.NewFakeClock(epoch)
 	fn, opts, bopts := scripted(fc, errFlaky)
