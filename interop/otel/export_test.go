@@ -1,0 +1,4 @@
+package otel
+
+// StopReason exposes stopReason to the tests.
+var StopReason = stopReason

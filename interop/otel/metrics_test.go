@@ -1,0 +1,248 @@
+package otel_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/retrykit/backoff"
+	"github.com/retrykit/backoff/interop/otel"
+)
+
+var pods = otel.NameKey.String("pods")
+
+func TestQueueMetricsReportTheWorkqueueSet(t *testing.T) {
+	m, reader := newMetrics(t)
+	fc := testingclock.NewFakeClock(epoch)
+	q := backoff.NewRateLimitingQueue(
+		backoff.NewItemExponentialFailureRateLimiter[string](time.Second, time.Minute, backoff.WithClock(fc)),
+		backoff.WithClock(fc), backoff.WithName("pods"), backoff.WithMetrics(m.ForQueue("pods")))
+	defer q.ShutDown()
+
+	q.Add("a")
+	q.Add("b")
+	q.Add("a") // already queued: not an add
+	q.AddWithOptions(backoff.AddOptions{Priority: 5}, "c")
+	fc.Step(2 * time.Second)
+	item, _, _ := q.GetWithPriority() // "c", queued 2 s
+	if item != "c" {
+		t.Fatalf("Get = %q, want the priority-5 item", item)
+	}
+	fc.Step(3 * time.Second)
+
+	c := collect(t, reader)
+	for _, tc := range []struct {
+		name string
+		want float64
+	}{
+		{otel.QueueDepthName, 2},
+		{otel.QueueAddsName, 3},
+		{otel.QueueRetriesName, 0},
+		{otel.QueueUnfinishedWorkName, 3},
+		{otel.QueueLongestRunningName, 3},
+	} {
+		if got := c.value(t, tc.name, pods); got != tc.want {
+			t.Errorf("%s = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if got := c.value(t, otel.QueuePriorityDepthName, pods, otel.PriorityKey.String("0")); got != 2 {
+		t.Errorf("priority 0 depth = %v, want 2", got)
+	}
+	if got := c.value(t, otel.QueuePriorityDepthName, pods, otel.PriorityKey.String("5")); got != 0 {
+		t.Errorf("priority 5 depth = %v, want 0", got)
+	}
+	lat, ok := c.histogram(otel.QueueLatencyName, pods)
+	if !ok || lat.Count != 1 || lat.Sum != 2 {
+		t.Errorf("queue_duration = %+v, want one observation of 2 s", lat)
+	}
+
+	q.AddRateLimited(item) // retried in 1 s
+	q.Done(item)
+	c = collect(t, reader)
+	if got := c.value(t, otel.QueueRetriesName, pods); got != 1 {
+		t.Errorf("retries = %v, want 1", got)
+	}
+	if got := c.value(t, otel.QueueUnfinishedWorkName, pods); got != 0 {
+		t.Errorf("unfinished work after Done = %v, want 0", got)
+	}
+	work, ok := c.histogram(otel.QueueWorkDurationName, pods)
+	if !ok || work.Count != 1 || work.Sum != 3 {
+		t.Errorf("work_duration = %+v, want one observation of 3 s", work)
+	}
+	if want := []float64{1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1, 10, 100, 1000}; len(work.Bounds) != len(want) || work.Bounds[8] != 1 {
+		t.Errorf("bounds = %v, want %v", work.Bounds, want)
+	}
+	fc.Step(time.Second) // "c" comes back
+	if n := q.Len(); n != 3 {
+		t.Fatalf("Len = %d, want 3", n)
+	}
+	c = collect(t, reader)
+	if got := c.value(t, otel.QueueAddsName, pods); got != 4 {
+		t.Errorf("adds after the delay = %v, want 4", got)
+	}
+	if got := c.value(t, otel.QueueDepthName, pods); got != 3 {
+		t.Errorf("depth after the delay = %v, want 3", got)
+	}
+}
+
+func TestQueueMetricsOfOneNameAddUpAndDeleteDropsThem(t *testing.T) {
+	m, reader := newMetrics(t)
+	a, b := m.ForQueue("pods"), m.ForQueue("pods")
+	a.SetDepth(2)
+	b.SetDepth(3)
+	a.IncAdds()
+	b.IncAdds()
+	if got := collect(t, reader).value(t, otel.QueueDepthName, pods); got != 5 {
+		t.Errorf("depth = %v, want 5", got)
+	}
+	m.DeleteQueue("pods")
+	if _, ok := collect(t, reader).point(otel.QueueDepthName, pods); ok {
+		t.Error("a deleted queue still reports its depth")
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("ForQueue(\"\") did not panic")
+		}
+	}()
+	m.ForQueue("")
+}
+
+func TestRetryBudgetMetricsCountDecisionsAndObserveTheBalance(t *testing.T) {
+	m, reader := newMetrics(t)
+	fc := testingclock.NewFakeClock(epoch)
+	budget := backoff.NewRetryBudget(0.1, 0, 10*time.Second, backoff.WithClock(fc),
+		backoff.WithRetryBudgetMetrics(m.ForRetryBudget("db")))
+	stop := m.ObserveRetryBudget("db", budget)
+	for range 20 {
+		budget.RecordRequest()
+	}
+	budget.TryRetry()
+	budget.TryRetry()
+	budget.TryRetry() // refused
+
+	db := otel.NameKey.String("db")
+	c := collect(t, reader)
+	for name, want := range map[string]float64{
+		otel.RetryBudgetRequestsName: 20,
+		otel.RetryBudgetRetriesName:  2,
+		otel.RetryBudgetRefusedName:  1,
+		otel.RetryBudgetBalanceName:  0,
+	} {
+		if got := c.value(t, name, db); got < want-1e-9 || got > want+1e-9 {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	stop()
+	if _, ok := collect(t, reader).point(otel.RetryBudgetBalanceName, db); ok {
+		t.Error("the balance is still reported after stop")
+	}
+}
+
+func TestLimiterGaugesReadTheLimiterAtCollection(t *testing.T) {
+	m, reader := newMetrics(t)
+	fc := testingclock.NewFakeClock(epoch)
+	l := backoff.NewLimiter(2, 10, backoff.WithClock(fc))
+	k := backoff.NewKeyedLimiter[string](1, 1, backoff.WithClock(fc))
+	stop := m.ObserveLimiter("api", l)
+	defer stop()
+	defer m.ObserveKeyedLimiter("tenants", k)()
+	l.AllowN(4)
+	k.Allow("a")
+	k.Allow("b")
+
+	api := otel.NameKey.String("api")
+	c := collect(t, reader)
+	want := map[string]float64{otel.LimiterLimitName: 2, otel.LimiterBurstName: 10, otel.LimiterTokensName: 6}
+	for name, w := range want {
+		if got := c.value(t, name, api); got != w {
+			t.Errorf("%s = %v, want %v", name, got, w)
+		}
+	}
+	if got := c.value(t, otel.KeyedLimiterKeysName, otel.NameKey.String("tenants")); got != 2 {
+		t.Errorf("keys = %v, want 2", got)
+	}
+	fc.Step(time.Second)
+	l.SetLimit(5)
+	c = collect(t, reader)
+	if got := c.value(t, otel.LimiterTokensName, api); got != 8 {
+		t.Errorf("tokens a second later = %v, want 8", got)
+	}
+	if got := c.value(t, otel.LimiterLimitName, api); got != 5 {
+		t.Errorf("limit after SetLimit = %v, want 5", got)
+	}
+}
+
+func TestMetricsCloseStopsTheObservations(t *testing.T) {
+	m, reader := newMetrics(t)
+	m.ForQueue("pods").SetDepth(1)
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := collect(t, reader).point(otel.QueueDepthName, pods); ok {
+		t.Error("depth reported after Close")
+	}
+}
+
+func TestQueueMetricsOfTheNoopProviderAreNop(t *testing.T) {
+	m, err := otel.NewMetrics(metricnoop.NewMeterProvider())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if qm := m.ForQueue("pods"); qm != (backoff.NopQueueMetrics{}) {
+		t.Errorf("ForQueue = %T, want backoff.NopQueueMetrics", qm)
+	}
+	sdk, _ := newMetrics(t)
+	if _, ok := sdk.ForQueue("pods").(*otel.QueueMetrics); !ok {
+		t.Error("ForQueue of an SDK provider is not a *QueueMetrics")
+	}
+}
+
+func TestWrappedLimitersCountAdmissionsAndRejections(t *testing.T) {
+	m, reader := newMetrics(t)
+	fc := testingclock.NewFakeClock(epoch)
+	l, stop := m.WrapLimiter("api", backoff.NewLimiter(1, 2, backoff.WithClock(fc)))
+	defer stop()
+	k, stopKeyed := otel.WrapKeyedLimiter(m, "tenants", backoff.NewKeyedLimiter[string](1, 1, backoff.WithClock(fc)))
+	defer stopKeyed()
+
+	l.Allow()
+	l.AllowN(1)
+	l.Allow() // no token left
+	if err := l.WaitN(context.Background(), 3); err == nil {
+		t.Fatal("WaitN beyond the burst succeeded")
+	}
+	fc.Step(time.Second)
+	if err := l.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	k.Allow("a")
+	k.AllowN("a", 1) // refused
+	k.Allow("b")
+
+	c := collect(t, reader)
+	api, tenants := otel.NameKey.String("api"), otel.NameKey.String("tenants")
+	for _, tc := range []struct {
+		name string
+		attr attribute.KeyValue
+		want float64
+	}{
+		{otel.LimiterAdmittedName, api, 3},
+		{otel.LimiterRejectedName, api, 2},
+		{otel.LimiterTokensName, api, 0},
+		{otel.LimiterAdmittedName, tenants, 2},
+		{otel.LimiterRejectedName, tenants, 1},
+		{otel.KeyedLimiterKeysName, tenants, 2},
+	} {
+		if got := c.value(t, tc.name, tc.attr); got != tc.want {
+			t.Errorf("%s{%v} = %v, want %v", tc.name, tc.attr.Value.String(), got, tc.want)
+		}
+	}
+	stop()
+	if _, ok := collect(t, reader).point(otel.LimiterAdmittedName, api); ok {
+		t.Error("admissions reported after stop")
+	}
+}
