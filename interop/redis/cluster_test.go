@@ -2,16 +2,403 @@ package redis_test
 
 import (
 	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	backoffredis "github.com/retrykit/backoff/interop/redis"
 )
 
-func TestClusterHarness(t *testing.T) {
+// TestCluster checks every operation of the package through a Cluster
+// client, on one cluster that the subtests share (starting one takes
+// seconds); each subtest uses limiters of its own names.
+func TestCluster(t *testing.T) {
 	c := startCluster(t)
-	cl := c.client()
 	ctx := context.Background()
-	require.NoError(t, cl.Set(ctx, "a", "1", 0).Err())
-	require.Equal(t, "1", cl.Get(ctx, "a").Val())
-	t.Log(c.masterOf("a").addr())
+
+	t.Run("LimiterKeyLivesOnItsSlotsMaster", func(t *testing.T) {
+		l := backoffredis.NewLimiter(c.client(), "cl-limiter", 1, 3, generous)
+		for i := range 3 {
+			assert.True(t, l.Allow(ctx), "event %d of the burst", i)
+		}
+		r, err := l.AllowN(ctx, 1)
+		require.NoError(t, err)
+		assert.False(t, r.Allowed)
+		assert.True(t, r.Shared)
+		assert.InDelta(t, float64(time.Second), float64(r.RetryAfter), float64(100*time.Millisecond))
+		// The key is on the master of its slot, read there directly.
+		exists, err := c.masterOf(l.Key()).client().Exists(ctx, l.Key()).Result()
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), exists)
+		tokens, err := l.Tokens(ctx)
+		require.NoError(t, err)
+		assert.Less(t, tokens, 0.5)
+	})
+
+	t.Run("ReserveCancelWaitAndTokens", func(t *testing.T) {
+		l := backoffredis.NewKeyedLimiter(c.client(), "cl-reserve", 10, 1, generous, backoffredis.WithSpreadKeys())
+		require.True(t, l.Allow(ctx, "k"))
+		r, err := l.ReserveN(ctx, "k", 1)
+		require.NoError(t, err)
+		require.True(t, r.OK())
+		inRange(t, r.Delay(), 50*time.Millisecond, 100*time.Millisecond)
+		r.Cancel()
+		tokens, err := l.Tokens(ctx, "k")
+		require.NoError(t, err)
+		assert.Less(t, tokens, 1.0, "the first event is still spent")
+		assert.Greater(t, tokens, -0.5, "the cancelled reservation gave its event back")
+		require.NoError(t, l.Wait(ctx, "k"))
+	})
+
+	t.Run("KeyedLimiterKeysShareOneSlotByDefault", func(t *testing.T) {
+		l := backoffredis.NewKeyedLimiter(c.client(), "cl-tagged", 1, 2, generous)
+		keys := manyKeys(30)
+		m := c.masterOf(l.Key(keys[0]))
+		for _, k := range keys {
+			assert.Same(t, m, c.masterOf(l.Key(k)), "%s shares the tag {cl-tagged}", l.Key(k))
+		}
+		checkBatchDecisions(t, l, keys)
+	})
+
+	t.Run("SpreadKeysLiveOnEveryMaster", func(t *testing.T) {
+		l := backoffredis.NewKeyedLimiter(c.client(), "cl-spread", 1, 2, generous, backoffredis.WithSpreadKeys())
+		keys := manyKeys(30)
+		masters := map[*server]int{}
+		for _, k := range keys {
+			assert.True(t, strings.HasPrefix(l.Key(k), "backoff:{cl-spread:"), l.Key(k))
+			masters[c.masterOf(l.Key(k))]++
+		}
+		assert.Len(t, masters, 3, "30 keys spread over the 3 masters")
+		checkBatchDecisions(t, l, keys)
+	})
+
+	t.Run("SpreadBatchIsOneRoundTripPerMaster", func(t *testing.T) {
+		cl, trips := countingClient(c)
+		l := backoffredis.NewKeyedLimiter(cl, "cl-trips", 1000, 1000, generous, backoffredis.WithSpreadKeys())
+		keys := manyKeys(100)
+		_, err := l.AllowBatch(ctx, keys) // loads the script where a master lacks it
+		require.NoError(t, err)
+		trips.reset()
+		rs, err := l.AllowBatch(ctx, keys)
+		require.NoError(t, err)
+		for i, r := range rs {
+			assert.True(t, r.Allowed && r.Shared, "key %d: %+v", i, r)
+		}
+		got := trips.get()
+		assert.Len(t, got, 3, "one pipeline to each master: %v", got)
+		for addr, n := range got {
+			assert.Equal(t, 1, n, "round trips to %s", addr)
+		}
+	})
+
+	t.Run("ScriptsFlushedFromEveryNode", func(t *testing.T) {
+		spread := backoffredis.NewKeyedLimiter(c.client(), "cl-flush", 1, 1, generous, backoffredis.WithSpreadKeys())
+		one := backoffredis.NewLimiter(c.client(), "cl-flush-one", 1, 1, generous)
+		requeue := backoffredis.NewItemExponentialFailureRateLimiter[string](c.client(), "cl-flush-q", time.Millisecond, time.Second, generous, backoffredis.WithSpreadKeys())
+		require.True(t, one.Allow(ctx))
+		require.Equal(t, time.Millisecond, requeue.When("a"))
+		for _, s := range c.nodes {
+			require.NoError(t, s.client().ScriptFlush(ctx).Err())
+		}
+		keys := manyKeys(20)
+		rs, err := spread.AllowBatch(ctx, keys)
+		require.NoError(t, err)
+		for i, r := range rs {
+			assert.True(t, r.Allowed && r.Shared, "key %d: %+v", i, r)
+		}
+		r, err := one.AllowN(ctx, 1)
+		require.NoError(t, err)
+		assert.True(t, r.Shared)
+		assert.False(t, r.Allowed, "the bucket survived the flush; only the script was gone")
+		assert.Equal(t, 2*time.Millisecond, requeue.When("a"))
+		assert.Zero(t, spread.Stats().Fallback+one.Stats().Fallback+requeue.Stats().Fallback)
+	})
+
+	t.Run("ConcurrentSpreadDecisionsTravelTogether", func(t *testing.T) {
+		l := backoffredis.NewKeyedLimiter(c.client(), "cl-concurrent", 1, 3, generous, backoffredis.WithSpreadKeys())
+		keys := manyKeys(8)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		admitted := map[string]int{}
+		for g := range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 20 {
+					k := keys[(g+i)%len(keys)]
+					r, err := l.AllowN(ctx, k, 1)
+					if err != nil || !r.Shared {
+						t.Errorf("%s: %+v %v", k, r, err)
+						return
+					}
+					if r.Allowed {
+						mu.Lock()
+						admitted[k]++
+						mu.Unlock()
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		for _, k := range keys {
+			// 40 asks per key within well under a second: the burst, and
+			// at most one refill on a slow machine.
+			assert.GreaterOrEqual(t, admitted[k], 3, k)
+			assert.LessOrEqual(t, admitted[k], 4, k)
+		}
+	})
+
+	t.Run("RequeueCountsSurviveALeaderChange", func(t *testing.T) {
+		for _, opts := range [][]backoffredis.Option{{generous}, {generous, backoffredis.WithSpreadKeys()}} {
+			name := fmt.Sprintf("cl-requeue-%d", len(opts))
+			a := backoffredis.NewItemExponentialFailureRateLimiter[string](c.client(), name, 5*time.Millisecond, time.Hour, opts...)
+			for i, ms := range []time.Duration{5, 10, 20, 40} {
+				assert.Equal(t, ms*time.Millisecond, a.When("ns/pod"), "failure %d", i+1)
+			}
+			b := backoffredis.NewItemExponentialFailureRateLimiter[string](c.client(), name, 5*time.Millisecond, time.Hour, opts...)
+			assert.Equal(t, 4, b.NumRequeues("ns/pod"))
+			assert.Equal(t, 80*time.Millisecond, b.When("ns/pod"))
+			b.Forget("ns/pod")
+			assert.Equal(t, 0, a.NumRequeues("ns/pod"))
+			assert.Zero(t, a.Stats().Fallback+b.Stats().Fallback)
+		}
+	})
+
+	t.Run("ReshardingUnderLoad", func(t *testing.T) {
+		testResharding(t, c)
+	})
+}
+
+// manyKeys returns n distinct key names.
+func manyKeys(n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = "tenant-" + strconv.Itoa(i)
+	}
+	return keys
+}
+
+// checkBatchDecisions asks, in one AllowBatch, three events of each key of
+// a limiter of burst 2 and a rate too slow to refill during the call: the
+// first two of each key are admitted, the third refused, in order.
+func checkBatchDecisions(t *testing.T, l *backoffredis.KeyedLimiter, keys []string) {
+	t.Helper()
+	var ask []string
+	for range 3 {
+		ask = append(ask, keys...)
+	}
+	rs, err := l.AllowBatch(context.Background(), ask)
+	require.NoError(t, err)
+	require.Len(t, rs, len(ask))
+	for i, r := range rs {
+		assert.True(t, r.Shared, "%d: %+v", i, r)
+		assert.Equal(t, i < 2*len(keys), r.Allowed, "%d (%s): %+v", i, ask[i], r)
+	}
+}
+
+// tripCounter counts the round trips of a Cluster client to each node.
+type tripCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (tc *tripCounter) reset() { tc.mu.Lock(); tc.n = map[string]int{}; tc.mu.Unlock() }
+
+func (tc *tripCounter) get() map[string]int {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range tc.n {
+		out[k] = v
+	}
+	return out
+}
+
+func (tc *tripCounter) add(addr string) { tc.mu.Lock(); tc.n[addr]++; tc.mu.Unlock() }
+
+type tripHook struct {
+	tc   *tripCounter
+	addr string
+}
+
+func (h tripHook) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+
+func (h tripHook) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return func(ctx context.Context, cmd goredis.Cmder) error {
+		h.tc.add(h.addr)
+		return next(ctx, cmd)
+	}
+}
+
+func (h tripHook) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []goredis.Cmder) error {
+		h.tc.add(h.addr)
+		return next(ctx, cmds)
+	}
+}
+
+// countingClient returns a Cluster client whose round trips to each node
+// (a command, or a pipeline of commands) are counted.
+func countingClient(c *cluster) (*goredis.ClusterClient, *tripCounter) {
+	tc := &tripCounter{n: map[string]int{}}
+	cl := goredis.NewClusterClient(c.options())
+	cl.OnNewNode(func(n *goredis.Client) { n.AddHook(tripHook{tc: tc, addr: n.Options().Addr}) })
+	c.tb.Cleanup(func() { cl.Close() })
+	return cl, tc
+}
+
+// testResharding moves the slot of a KeyedLimiter's keys to another master,
+// key by key, while four goroutines decide for those keys, one key at a time
+// and in batches: between the two states the source master answers ASK for
+// the keys already moved and TRYAGAIN for a batch whose keys are on both
+// masters, which go-redis follows and retries. Every decision must be
+// shared, none may fail, and the events admitted for each key must stay
+// within its bound.
+func testResharding(t *testing.T, c *cluster) {
+	const (
+		rate  = 200
+		burst = 20
+	)
+	ctx := context.Background()
+	l := backoffredis.NewKeyedLimiter(c.client(), "cl-reshard", rate, burst, generous)
+	keys := manyKeys(5)
+	src := c.masterOf(l.Key(keys[0]))
+
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		admitted = map[string]int{}
+		stop     = make(chan struct{})
+	)
+	count := func(k string, r backoffredis.Result) {
+		if r.Allowed {
+			mu.Lock()
+			admitted[k]++
+			mu.Unlock()
+		}
+	}
+	start := time.Now()
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if g%2 == 0 {
+					rs, err := l.AllowBatch(ctx, keys)
+					if err != nil {
+						t.Errorf("batch: %v", err)
+						return
+					}
+					for j, r := range rs {
+						if !r.Shared {
+							t.Errorf("batch decided locally: %+v", r)
+							return
+						}
+						count(keys[j], r)
+					}
+				} else {
+					k := keys[i%len(keys)]
+					r, err := l.AllowN(ctx, k, 1)
+					if err != nil || !r.Shared {
+						t.Errorf("%s: %+v %v", k, r, err)
+						return
+					}
+					count(k, r)
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}()
+	}
+	time.Sleep(100 * time.Millisecond) // decisions on the source master
+	dst := c.migrateSlot(l.Key(keys[0]))
+	time.Sleep(200 * time.Millisecond) // and on the new one
+	close(stop)
+	wg.Wait()
+	elapsed := time.Since(start)
+
+	assert.NotSame(t, src, dst)
+	assert.Same(t, dst, c.masterOf(l.Key(keys[0])), "the slot moved")
+	st := l.Stats()
+	assert.Zero(t, st.Fallback+st.Errors, "%+v", st)
+	bound := burst + rate*elapsed.Seconds()
+	for _, k := range keys {
+		assert.LessOrEqual(t, float64(admitted[k]), bound, k)
+		assert.Positive(t, admitted[k], k)
+	}
+	t.Logf("moved %s from %s to %s in a run of %v: admitted %v (bound %.0f each); %+v", l.Key(keys[0]), src.addr(), dst.addr(), elapsed, admitted, bound, st)
+}
+
+// masters returns the masters that serve slots now.
+func (c *cluster) masters() []*server {
+	c.tb.Helper()
+	slots, err := c.client().ClusterSlots(context.Background()).Result()
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	var out []*server
+	for _, s := range c.nodes {
+		for _, r := range slots {
+			if r.Nodes[0].Addr == s.addr() {
+				out = append(out, s)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// migrateSlot moves the slot of key to another master as redis-cli
+// --cluster reshard does (IMPORTING on the target, MIGRATING on the source,
+// MIGRATE of the keys, then the slot given to the target everywhere), one key
+// at a time with a pause between, so that the clients see the states
+// between. It returns the new master.
+func (c *cluster) migrateSlot(key string) *server {
+	c.tb.Helper()
+	ctx := context.Background()
+	src := c.masterOf(key)
+	var dst *server
+	for _, m := range c.masters() {
+		if m != src {
+			dst = m
+			break
+		}
+	}
+	sc, dc := src.client(), dst.client()
+	slot, err := sc.ClusterKeySlot(ctx, key).Result()
+	require.NoError(c.tb, err)
+	srcID, err := sc.Do(ctx, "CLUSTER", "MYID").Text()
+	require.NoError(c.tb, err)
+	dstID, err := dc.Do(ctx, "CLUSTER", "MYID").Text()
+	require.NoError(c.tb, err)
+	require.NoError(c.tb, dc.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID).Err())
+	require.NoError(c.tb, sc.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID).Err())
+	for {
+		keys, err := sc.ClusterGetKeysInSlot(ctx, int(slot), 1).Result()
+		require.NoError(c.tb, err)
+		if len(keys) == 0 {
+			break
+		}
+		args := []any{"MIGRATE", "127.0.0.1", dst.port, "", 0, 5000, "KEYS"}
+		for _, k := range keys {
+			args = append(args, k)
+		}
+		require.NoError(c.tb, sc.Do(ctx, args...).Err())
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, m := range append([]*server{dst, src}, c.masters()...) {
+		require.NoError(c.tb, m.client().Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err())
+	}
+	return dst
 }

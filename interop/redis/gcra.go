@@ -166,6 +166,17 @@ type gcra struct {
 	ownMu sync.Mutex
 
 	co coalescer
+
+	// cluster says that client is a Cluster client; spread, that the keys
+	// of one call may live in different slots of it (WithSpreadKeys), where
+	// one script call may not touch them all: a call for several keys is
+	// then one script call per key, pipelined (see roundTripSpread).
+	cluster, spread bool
+}
+
+func isCluster(client goredis.UniversalClient) bool {
+	_, ok := client.(*goredis.ClusterClient)
+	return ok
 }
 
 // params is a rate and a burst, with the script's arguments for them, boxed
@@ -221,7 +232,9 @@ func newGCRA(where string, client goredis.UniversalClient, what string, r float6
 	checkClient(client, c, what)
 	l := &gcra{
 		client: client,
-		guard:  newGuard(what, c),
+		guard:  newGuard(what, client, c),
+		cluster: isCluster(client),
+		spread:  c.spreadKeys && isCluster(client),
 		clock:  c.clock,
 		local:  newFallback(keyed, r, burst, c),
 	}
@@ -335,6 +348,9 @@ func (l *gcra) redisDecide(ctx context.Context, keys []string, n int, maxWait ti
 // roundTrip runs gcraScript once for keys, asks[i] being keys[i]'s, and
 // fills out. It sends the short form when every key asks the same.
 func (l *gcra) roundTrip(ctx context.Context, keys []string, asks []ask, out []decision) error {
+	if l.spread && len(keys) > 1 {
+		return l.roundTripSpread(ctx, keys, asks, out)
+	}
 	a0 := asks[0]
 	uniform := true
 	for _, a := range asks[1:] {
@@ -354,15 +370,87 @@ func (l *gcra) roundTrip(ctx context.Context, keys []string, asks []ask, out []d
 		}
 		cmd = gcraScript.Run(ctx, l.client, keys, args...)
 	}
+	if l.cluster && len(keys) > 1 && slotMoving(cmd.Err()) {
+		return l.roundTripSpread(ctx, keys, asks, out)
+	}
+	return parseDecisions(cmd, asks, out)
+}
+
+// roundTripSpread runs gcraScript once per key, in one pipeline: a Cluster
+// client sends each master its keys' calls in one round trip, to every
+// master at once, and follows MOVED and ASK replies for each call. A master
+// without the script cached answers NOSCRIPT (the first call to each master,
+// or after a failover or SCRIPT FLUSH); those calls go again with the
+// script's source, in a second pipeline. The decisions of one key keep their
+// order: its calls go to one master, on one connection, in order.
+func (l *gcra) roundTripSpread(ctx context.Context, keys []string, asks []ask, out []decision) error {
+	cmds := make([]*goredis.Cmd, len(keys))
+	send := func(eval bool, which []int) error {
+		pipe := l.client.Pipeline()
+		for _, i := range which {
+			a := asks[i]
+			if eval {
+				cmds[i] = gcraScript.Eval(ctx, pipe, keys[i:i+1], a.p.intervalArg, a.p.burstArg, a.nArg(), a.waitArg())
+			} else {
+				cmds[i] = gcraScript.EvalSha(ctx, pipe, keys[i:i+1], a.p.intervalArg, a.p.burstArg, a.nArg(), a.waitArg())
+			}
+		}
+		_, err := pipe.Exec(ctx)
+		return err
+	}
+	all := make([]int, len(keys))
+	for i := range all {
+		all[i] = i
+	}
+	if err := send(false, all); err != nil {
+		var missing []int
+		for i, c := range cmds {
+			switch err := c.Err(); {
+			case err == nil:
+			case errors.Is(err, goredis.ErrNoScript), goredis.HasErrorPrefix(err, "NOSCRIPT"):
+				missing = append(missing, i)
+			default:
+				return err
+			}
+		}
+		if err := send(true, missing); err != nil {
+			return err
+		}
+	}
+	for i, c := range cmds {
+		if err := parseDecisions(c, asks[i:i+1], out[i:i+1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// slotMoving reports whether err is a Cluster's refusal of a call for
+// several keys of one slot while that slot moves to another master: TRYAGAIN
+// when some of the keys have moved and others not, or ASK (MOVED after the
+// move) that go-redis stopped following after its MaxRedirects. The script
+// did not run. One call per key goes through, each key being on one master
+// or the other, where go-redis follows the redirection; the decisions are
+// the same, each key's being independent. CROSSSLOT, keys of several slots
+// in one call, is not expected from our layouts; one call per key is the
+// answer to it too.
+func slotMoving(err error) bool {
+	return err != nil && (goredis.IsTryAgainError(err) ||
+		goredis.HasErrorPrefix(err, "ASK") || goredis.HasErrorPrefix(err, "MOVED") ||
+		goredis.HasErrorPrefix(err, "CROSSSLOT"))
+}
+
+// parseDecisions reads gcraScript's reply for asks into out.
+func parseDecisions(cmd *goredis.Cmd, asks []ask, out []decision) error {
 	vals, err := cmd.Int64Slice()
-	if err == nil && len(vals) != 1+4*len(keys) {
+	if err == nil && len(vals) != 1+4*len(asks) {
 		err = errors.New("redis: unexpected reply from the limiter script")
 	}
 	if err != nil {
 		return err
 	}
 	now := vals[0]
-	for i := range keys {
+	for i := range asks {
 		v := vals[1+4*i : 5+4*i]
 		d := decision{Result: Result{
 			Allowed:    v[0] == 1,
