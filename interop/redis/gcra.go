@@ -231,12 +231,12 @@ func newGCRA(where string, client goredis.UniversalClient, what string, r float6
 	}
 	checkClient(client, c, what)
 	l := &gcra{
-		client: client,
-		guard:  newGuard(what, client, c),
+		client:  client,
+		guard:   newGuard(what, client, c),
 		cluster: isCluster(client),
 		spread:  c.spreadKeys && isCluster(client),
-		clock:  c.clock,
-		local:  newFallback(keyed, r, burst, c),
+		clock:   c.clock,
+		local:   newFallback(keyed, r, burst, c),
 	}
 	l.params.Store(newParams(r, burst))
 	return l
