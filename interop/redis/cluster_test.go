@@ -343,7 +343,9 @@ func testResharding(t *testing.T, c *cluster) {
 // masters returns the masters that serve slots now.
 func (c *cluster) masters() []*server {
 	c.tb.Helper()
-	slots, err := c.client().ClusterSlots(context.Background()).Result()
+	cl := goredis.NewClusterClient(c.options())
+	defer cl.Close()
+	slots, err := cl.ClusterSlots(context.Background()).Result()
 	if err != nil {
 		c.tb.Fatal(err)
 	}

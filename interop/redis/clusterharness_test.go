@@ -203,7 +203,8 @@ func (c *cluster) healthy() (string, bool) {
 // masterOf returns the node that serves key's slot now, as the cluster says.
 func (c *cluster) masterOf(key string) *server {
 	c.tb.Helper()
-	cl := c.client()
+	cl := goredis.NewClusterClient(c.options())
+	defer cl.Close()
 	ctx := context.Background()
 	slot, err := cl.ClusterKeySlot(ctx, key).Result()
 	if err != nil {
