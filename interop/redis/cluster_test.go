@@ -174,6 +174,10 @@ func TestCluster(t *testing.T) {
 	t.Run("ReshardingUnderLoad", func(t *testing.T) {
 		testResharding(t, c)
 	})
+
+	t.Run("HundredReplicasShareOneQuota", func(t *testing.T) {
+		testHundredReplicas(t, c)
+	})
 }
 
 // manyKeys returns n distinct key names.
