@@ -258,22 +258,24 @@ func countingClient(c *cluster) (*goredis.ClusterClient, *tripCounter) {
 	return cl, tc
 }
 
-// testResharding moves the slot of a KeyedLimiter's keys to another master,
-// key by key, while four goroutines decide for those keys, one key at a time
-// and in batches: between the two states the source master answers ASK for
-// the keys already moved and TRYAGAIN for a batch whose keys are on both
-// masters, which go-redis follows and retries. Every decision must be
-// shared, none may fail, and the events admitted for each key must stay
-// within its bound.
+// testResharding moves slots to other masters, key by key, while four
+// goroutines decide, one key at a time and in batches, for the keys of two
+// KeyedLimiters: one whose keys share a slot (the default layout), whose
+// slot moves, and one whose keys are spread, one of whose keys' slot moves.
+// Between the states, the source master answers ASK for the keys already
+// moved and TRYAGAIN for a call whose keys are on both masters; after the
+// move, a master refuses a batch that the client's stale map of the slots
+// sent it. Every decision must be shared, none may fail, and the events
+// admitted for each key must stay within its bound.
 func testResharding(t *testing.T, c *cluster) {
 	const (
 		rate  = 200
 		burst = 20
 	)
 	ctx := context.Background()
-	l := backoffredis.NewKeyedLimiter(c.client(), "cl-reshard", rate, burst, generous)
+	tagged := backoffredis.NewKeyedLimiter(c.client(), "cl-reshard", rate, burst, generous)
+	spread := backoffredis.NewKeyedLimiter(c.client(), "cl-reshard-spread", rate, burst, generous, backoffredis.WithSpreadKeys())
 	keys := manyKeys(5)
-	src := c.masterOf(l.Key(keys[0]))
 
 	var (
 		wg       sync.WaitGroup
@@ -299,49 +301,60 @@ func testResharding(t *testing.T, c *cluster) {
 					return
 				default:
 				}
-				if g%2 == 0 {
-					rs, err := l.AllowBatch(ctx, keys)
-					if err != nil {
-						t.Errorf("batch: %v", err)
-						return
-					}
-					for j, r := range rs {
-						if !r.Shared {
-							t.Errorf("batch decided locally: %+v", r)
+				for _, l := range []*backoffredis.KeyedLimiter{tagged, spread} {
+					if g%2 == 0 {
+						rs, err := l.AllowBatch(ctx, keys)
+						if err != nil {
+							t.Errorf("batch: %v", err)
 							return
 						}
-						count(keys[j], r)
+						for j, r := range rs {
+							if !r.Shared {
+								t.Errorf("batch decided locally: %+v", r)
+								return
+							}
+							count(l.Key(keys[j]), r)
+						}
+					} else {
+						k := keys[i%len(keys)]
+						r, err := l.AllowN(ctx, k, 1)
+						if err != nil || !r.Shared {
+							t.Errorf("%s: %+v %v", k, r, err)
+							return
+						}
+						count(l.Key(k), r)
 					}
-				} else {
-					k := keys[i%len(keys)]
-					r, err := l.AllowN(ctx, k, 1)
-					if err != nil || !r.Shared {
-						t.Errorf("%s: %+v %v", k, r, err)
-						return
-					}
-					count(k, r)
 				}
 				time.Sleep(time.Millisecond)
 			}
 		}()
 	}
-	time.Sleep(100 * time.Millisecond) // decisions on the source master
-	dst := c.migrateSlot(l.Key(keys[0]))
-	time.Sleep(200 * time.Millisecond) // and on the new one
+	time.Sleep(100 * time.Millisecond) // decisions on the source masters
+	moved := []string{tagged.Key(keys[0]), spread.Key(keys[0])}
+	var from, to []*server
+	for _, k := range moved {
+		from = append(from, c.masterOf(k))
+		to = append(to, c.migrateSlot(k))
+	}
+	time.Sleep(200 * time.Millisecond) // and on the new ones
 	close(stop)
 	wg.Wait()
 	elapsed := time.Since(start)
 
-	assert.NotSame(t, src, dst)
-	assert.Same(t, dst, c.masterOf(l.Key(keys[0])), "the slot moved")
-	st := l.Stats()
-	assert.Zero(t, st.Fallback+st.Errors, "%+v", st)
-	bound := burst + rate*elapsed.Seconds()
-	for _, k := range keys {
-		assert.LessOrEqual(t, float64(admitted[k]), bound, k)
-		assert.Positive(t, admitted[k], k)
+	for i, k := range moved {
+		assert.NotSame(t, from[i], to[i])
+		assert.Same(t, to[i], c.masterOf(k), "the slot of %s moved", k)
 	}
-	t.Logf("moved %s from %s to %s in a run of %v: admitted %v (bound %.0f each); %+v", l.Key(keys[0]), src.addr(), dst.addr(), elapsed, admitted, bound, st)
+	for _, l := range []*backoffredis.KeyedLimiter{tagged, spread} {
+		st := l.Stats()
+		assert.Zero(t, st.Fallback+st.Errors, "%+v", st)
+	}
+	bound := burst + rate*elapsed.Seconds()
+	for k, n := range admitted {
+		assert.LessOrEqual(t, float64(n), bound, k)
+	}
+	assert.Len(t, admitted, 2*len(keys), "every key admitted events")
+	t.Logf("moved the slots of %v in a run of %v: admitted %v (bound %.0f each)", moved, elapsed, admitted, bound)
 }
 
 // masters returns the masters that serve slots now.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -14,8 +15,8 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// gcraScript decides for each key of KEYS whether n events may happen, by the
-// generic cell rate algorithm (GCRA): a key holds its theoretical arrival
+// gcraSource decides for each key of KEYS whether n events may happen, by
+// the generic cell rate algorithm (GCRA): a key holds its theoretical arrival
 // time (TAT), the instant at which its bucket would be full again, in
 // microseconds since 2017-01-01 UTC on the server's clock (µs since 1970 would
 // not fit a Lua double with room to spare). One TIME call serves every key,
@@ -31,24 +32,32 @@ import (
 // its TAT passes, at which point it is equivalent to an absent key: memory is
 // bounded by the keys used within the last burst·interval.
 //
+// Every key is read before any is written: a Cluster node refuses a key it
+// does not serve (a slot that moved) at the script's first access to it,
+// and the script must then have changed nothing, so that the call can go
+// again elsewhere. A key that appears twice is decided twice, in order.
+//
 // Returns {now, then for each key: admitted (1/0), delay µs (-1: never),
 // remaining events admissible now, µs until the bucket is full}.
-var gcraScript = goredis.NewScript(`
-if redis.replicate_commands then redis.replicate_commands() end
-local interval = tonumber(ARGV[1])
-local burst = tonumber(ARGV[2])
-local n = tonumber(ARGV[3])
-local max_wait = tonumber(ARGV[4])
-local own = #ARGV > 4
+const gcraSource = `
+local interval = tonumber(args[1])
+local burst = tonumber(args[2])
+local n = tonumber(args[3])
+local max_wait = tonumber(args[4])
+local own = #args > 4
 local t = redis.call('TIME')
 local now = (tonumber(t[1]) - 1483228800) * 1000000 + tonumber(t[2])
+local tats = {}
+for _, key in ipairs(keys) do
+  if tats[key] == nil then tats[key] = tonumber(redis.call('GET', key)) or false end
+end
 local out = {now}
-for i, key in ipairs(KEYS) do
+for i, key in ipairs(keys) do
   if own then
-    interval = tonumber(ARGV[1 + 4 * i])
-    burst = tonumber(ARGV[2 + 4 * i])
-    n = tonumber(ARGV[3 + 4 * i])
-    max_wait = tonumber(ARGV[4 + 4 * i])
+    interval = tonumber(args[1 + 4 * i])
+    burst = tonumber(args[2 + 4 * i])
+    n = tonumber(args[3 + 4 * i])
+    max_wait = tonumber(args[4 + 4 * i])
   end
   if interval == 0 then
     -- an infinite rate: the bucket is always full, nothing is stored
@@ -58,8 +67,8 @@ for i, key in ipairs(KEYS) do
     out[#out+1] = 0
   else
     local offset = interval * burst
-    local tat = tonumber(redis.call('GET', key))
-    if tat == nil or tat < now then tat = now end
+    local tat = tats[key]
+    if not tat or tat < now then tat = now end
     local new_tat = tat + interval * n
     local delay = new_tat - offset - now
     if delay < 0 then delay = 0 end
@@ -72,6 +81,7 @@ for i, key in ipairs(KEYS) do
       new_tat = math.ceil(new_tat)
       if new_tat > now then
         redis.call('SET', key, new_tat, 'PX', math.ceil((new_tat - now) / 1000))
+        tats[key] = new_tat
       end
       out[#out+1] = 1
       out[#out+1] = math.ceil(delay)
@@ -86,7 +96,27 @@ for i, key in ipairs(KEYS) do
   end
 end
 return out
-`)
+`
+
+// gcraScript runs gcraSource on any Redis: its keys must share a slot on a
+// Cluster. Before Redis 5, scripts replicate as scripts, which TIME forbids
+// unless they replicate their effects instead.
+var gcraScript = goredis.NewScript("if redis.replicate_commands then redis.replicate_commands() end\n" +
+	"local keys, args = KEYS, ARGV" + gcraSource)
+
+// gcraNodeScript runs gcraSource for keys of any slots that one Cluster node
+// serves (Redis 7 or later): one call decides all of a master's keys of a
+// spread batch. A Cluster routes a call by its declared keys, which must
+// share a slot even with the flag allow-cross-slot-keys, so only the first
+// key is declared (KEYS[1], which routes the call); ARGV[1] is the number of
+// keys, ARGV[2..n] the others, and gcraSource's arguments follow. The node
+// refuses the call, before it changes anything, when a key's slot is not its
+// own (see roundTripSpread).
+var gcraNodeScript = goredis.NewScript("#!lua flags=allow-cross-slot-keys\n" + `
+local nk = tonumber(ARGV[1])
+local keys, args = {KEYS[1]}, {}
+for i = 2, nk do keys[i] = ARGV[i] end
+for i = nk + 1, #ARGV do args[#args+1] = ARGV[i] end` + gcraSource)
 
 // tokensScript returns, as a string (a Lua number would be truncated to an
 // integer), the tokens of KEYS[1] now: the events admissible now, at most the
@@ -346,11 +376,21 @@ func (l *gcra) redisDecide(ctx context.Context, keys []string, n int, maxWait ti
 }
 
 // roundTrip runs gcraScript once for keys, asks[i] being keys[i]'s, and
-// fills out. It sends the short form when every key asks the same.
+// fills out. A Cluster's spread keys go by master (see roundTripSpread).
 func (l *gcra) roundTrip(ctx context.Context, keys []string, asks []ask, out []decision) error {
 	if l.spread && len(keys) > 1 {
 		return l.roundTripSpread(ctx, keys, asks, out)
 	}
+	cmd := gcraScript.Run(ctx, l.client, keys, scriptArgs(asks)...)
+	if l.cluster && len(keys) > 1 && slotMoving(cmd.Err()) {
+		return l.roundTripPerKey(ctx, keys, asks, out)
+	}
+	return parseDecisions(cmd, asks, out)
+}
+
+// scriptArgs returns gcraSource's ARGV for asks: the short form when every
+// key asks the same.
+func scriptArgs(asks []ask) []any {
 	a0 := asks[0]
 	uniform := true
 	for _, a := range asks[1:] {
@@ -359,63 +399,88 @@ func (l *gcra) roundTrip(ctx context.Context, keys []string, asks []ask, out []d
 			break
 		}
 	}
-	var cmd *goredis.Cmd
 	if uniform {
-		cmd = gcraScript.Run(ctx, l.client, keys, a0.p.intervalArg, a0.p.burstArg, a0.nArg(), a0.waitArg())
-	} else {
-		args := make([]any, 0, 4+4*len(keys))
-		args = append(args, a0.p.intervalArg, a0.p.burstArg, a0.nArg(), a0.waitArg())
-		for _, a := range asks {
-			args = append(args, a.p.intervalArg, a.p.burstArg, a.nArg(), a.waitArg())
-		}
-		cmd = gcraScript.Run(ctx, l.client, keys, args...)
+		return []any{a0.p.intervalArg, a0.p.burstArg, a0.nArg(), a0.waitArg()}
 	}
-	if l.cluster && len(keys) > 1 && slotMoving(cmd.Err()) {
-		return l.roundTripSpread(ctx, keys, asks, out)
+	args := make([]any, 0, 4+4*len(asks))
+	args = append(args, a0.p.intervalArg, a0.p.burstArg, a0.nArg(), a0.waitArg())
+	for _, a := range asks {
+		args = append(args, a.p.intervalArg, a.p.burstArg, a.nArg(), a.waitArg())
 	}
-	return parseDecisions(cmd, asks, out)
+	return args
 }
 
-// roundTripSpread runs gcraScript once per key, in one pipeline: a Cluster
-// client sends each master its keys' calls in one round trip, to every
-// master at once, and follows MOVED and ASK replies for each call. A master
-// without the script cached answers NOSCRIPT (the first call to each master,
-// or after a failover or SCRIPT FLUSH); those calls go again with the
-// script's source, in a second pipeline. The decisions of one key keep their
-// order: its calls go to one master, on one connection, in order.
+// roundTripSpread decides for keys of several slots of a Cluster in one
+// round trip per master, to the masters at once: it groups the keys by the
+// master that the client's map of the slots gives, and sends each master one
+// gcraNodeScript call for its keys, in one pipeline. A master that refuses
+// its call (a slot moved since the client's map was made, a slot that moves,
+// a Redis older than 7) has changed nothing; its keys then go again one
+// script call per key, which go-redis routes and redirects key by key (see
+// roundTripPerKey).
 func (l *gcra) roundTripSpread(ctx context.Context, keys []string, asks []ask, out []decision) error {
-	cmds := make([]*goredis.Cmd, len(keys))
-	send := func(eval bool, which []int) error {
-		pipe := l.client.Pipeline()
-		for _, i := range which {
-			a := asks[i]
-			if eval {
-				cmds[i] = gcraScript.Eval(ctx, pipe, keys[i:i+1], a.p.intervalArg, a.p.burstArg, a.nArg(), a.waitArg())
-			} else {
-				cmds[i] = gcraScript.EvalSha(ctx, pipe, keys[i:i+1], a.p.intervalArg, a.p.burstArg, a.nArg(), a.waitArg())
-			}
-		}
-		_, err := pipe.Exec(ctx)
-		return err
-	}
-	all := make([]int, len(keys))
-	for i := range all {
-		all[i] = i
-	}
-	if err := send(false, all); err != nil {
-		var missing []int
-		for i, c := range cmds {
-			switch err := c.Err(); {
-			case err == nil:
-			case errors.Is(err, goredis.ErrNoScript), goredis.HasErrorPrefix(err, "NOSCRIPT"):
-				missing = append(missing, i)
-			default:
-				return err
-			}
-		}
-		if err := send(true, missing); err != nil {
+	cl := l.client.(*goredis.ClusterClient)
+	var masters []*goredis.Client
+	var groups [][]int // indices of keys, per master
+	for i, k := range keys {
+		m, err := cl.MasterForKey(ctx, k)
+		if err != nil {
 			return err
 		}
+		g := slices.Index(masters, m)
+		if g < 0 {
+			g = len(masters)
+			masters = append(masters, m)
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	gkeys := make([][]string, len(groups))
+	gasks := make([][]ask, len(groups))
+	for g, idx := range groups {
+		for _, i := range idx {
+			gkeys[g] = append(gkeys[g], keys[i])
+			gasks[g] = append(gasks[g], asks[i])
+		}
+	}
+	cmds, err := runPipelined(ctx, l.client, gcraNodeScript, len(groups), func(g int) ([]string, []any) {
+		args := make([]any, 0, len(gkeys[g])+4+4*len(gasks[g]))
+		args = append(args, strconv.Itoa(len(gkeys[g])))
+		for _, k := range gkeys[g][1:] {
+			args = append(args, k)
+		}
+		return gkeys[g][:1], append(args, scriptArgs(gasks[g])...)
+	})
+	if err != nil {
+		return err
+	}
+	for g, idx := range groups {
+		gout := make([]decision, len(idx))
+		err := parseDecisions(cmds[g], gasks[g], gout)
+		if isRedisError(err) {
+			err = l.roundTripPerKey(ctx, gkeys[g], gasks[g], gout)
+		}
+		if err != nil {
+			return err
+		}
+		for j, i := range idx {
+			out[i] = gout[j]
+		}
+	}
+	return nil
+}
+
+// roundTripPerKey decides for keys with one gcraScript call per key, in one
+// pipeline: a Cluster client sends each master its keys' calls in one round
+// trip, to every master at once, and follows MOVED and ASK replies call by
+// call. The decisions of one key keep their order: its calls go to one
+// master, on one connection, in order.
+func (l *gcra) roundTripPerKey(ctx context.Context, keys []string, asks []ask, out []decision) error {
+	cmds, err := runPipelined(ctx, l.client, gcraScript, len(keys), func(i int) ([]string, []any) {
+		return keys[i : i+1], scriptArgs(asks[i : i+1])
+	})
+	if err != nil {
+		return err
 	}
 	for i, c := range cmds {
 		if err := parseDecisions(c, asks[i:i+1], out[i:i+1]); err != nil {
@@ -423,6 +488,60 @@ func (l *gcra) roundTripSpread(ctx context.Context, keys []string, asks []ask, o
 		}
 	}
 	return nil
+}
+
+// runPipelined makes calls calls of script in one pipeline, by EVALSHA,
+// call(i) giving the i-th's keys and arguments; the calls that find the
+// script missing on their node (the node's first call, or after a failover
+// or SCRIPT FLUSH) go again with its source, in a second pipeline. A node
+// answers NOSCRIPT for a script it does not have, or CROSSSLOT for
+// gcraNodeScript, whose flags it cannot know before it has the script. The
+// error is the pipeline's when it failed as a whole (the network); the
+// replies of Redis, errors included, are in the commands.
+func runPipelined(ctx context.Context, client goredis.UniversalClient, script *goredis.Script, calls int, call func(i int) ([]string, []any)) ([]*goredis.Cmd, error) {
+	cmds := make([]*goredis.Cmd, calls)
+	send := func(eval bool, which []int) error {
+		pipe := client.Pipeline()
+		for _, i := range which {
+			keys, args := call(i)
+			if eval {
+				cmds[i] = script.Eval(ctx, pipe, keys, args...)
+			} else {
+				cmds[i] = script.EvalSha(ctx, pipe, keys, args...)
+			}
+		}
+		_, err := pipe.Exec(ctx)
+		if err != nil && !isRedisError(err) {
+			return err
+		}
+		return nil
+	}
+	all := make([]int, calls)
+	for i := range all {
+		all[i] = i
+	}
+	if err := send(false, all); err != nil {
+		return nil, err
+	}
+	var missing []int
+	for i, c := range cmds {
+		if err := c.Err(); errors.Is(err, goredis.ErrNoScript) || goredis.HasErrorPrefix(err, "NOSCRIPT") || goredis.HasErrorPrefix(err, "CROSSSLOT") {
+			missing = append(missing, i)
+		}
+	}
+	if len(missing) > 0 {
+		if err := send(true, missing); err != nil {
+			return nil, err
+		}
+	}
+	return cmds, nil
+}
+
+// isRedisError reports whether err is a reply of Redis (a refusal), rather
+// than a failure to reach it.
+func isRedisError(err error) bool {
+	var re goredis.Error
+	return errors.As(err, &re)
 }
 
 // slotMoving reports whether err is a Cluster's refusal of a call for
