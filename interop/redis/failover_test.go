@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +22,12 @@ import (
 // not fall back before the kill; the caller's deadline for redis_rate is
 // the same.
 const failoverTimeout = 100 * time.Millisecond
+
+// failoverSlack is what a decision may take beyond its deadline in the
+// failover test: 16 goroutines deciding without pause, under the race
+// detector on a loaded two-core machine, wait for the scheduler far longer
+// than the fault tests' one goroutine does.
+var failoverSlack = map[bool]time.Duration{false: schedulingSlack, true: 4 * schedulingSlack}[raceEnabled]
 
 // decisionLog is what one client saw: each decision's start (since the run
 // began), how long it took, and its outcome.
@@ -48,8 +55,9 @@ func summarize(logs []*decisionLog, kill time.Duration) failoverSummary {
 	var s failoverSummary
 	for _, d := range logs {
 		// The client is fresh again at the end of its first fresh decision
-		// after its last stale one.
-		lastStale := -1
+		// after its first stale one after the kill. (A loaded machine may
+		// time out a call later too: that is an outage of its own.)
+		firstStale, back := -1, time.Duration(-1)
 		for i := range d.at {
 			s.slowest = max(s.slowest, d.took[i])
 			if d.allowed[i] {
@@ -57,24 +65,34 @@ func summarize(logs []*decisionLog, kill time.Duration) failoverSummary {
 			}
 			if !d.fresh[i] {
 				s.stale++
-				if d.at[i] >= kill {
-					lastStale = i
-				}
+			}
+			switch {
+			case d.at[i] < kill:
+			case firstStale < 0 && !d.fresh[i]:
+				firstStale = i
+			case firstStale >= 0 && d.fresh[i] && back < 0:
+				back = d.at[i] + d.took[i] - kill
 			}
 		}
 		switch {
 		case s.back < 0:
-		case lastStale < 0:
-		case lastStale == len(d.at)-1:
+		case firstStale < 0:
+		case back < 0:
 			s.back = -1
 		default:
-			s.back = max(s.back, d.at[lastStale+1]+d.took[lastStale+1]-kill)
+			s.back = max(s.back, back)
 		}
 	}
+	// The window: from the kill until every client is fresh again, or
+	// until the end of the run.
+	end := time.Duration(math.MaxInt64)
 	if s.back >= 0 {
+		end = kill + s.back
+	}
+	{
 		for _, d := range logs {
 			for i := range d.at {
-				if d.allowed[i] && d.at[i] >= kill && d.at[i] <= kill+s.back {
+				if d.allowed[i] && d.at[i] >= kill && d.at[i] <= end {
 					s.inWindow++
 				}
 			}
@@ -175,10 +193,11 @@ func TestClusterFailover(t *testing.T) {
 	require.Same(t, master, c.masterOf("rate:"+rateKey), "both limits live on the master to kill")
 
 	time.Sleep(healthy)
+	before := outages(lims) // a loaded machine may have timed out a call already
 	kill := time.Since(start)
 	master.kill()
 	deadline := time.Now().Add(giveUp)
-	for !allAvailable(lims) && time.Now().Before(deadline) {
+	for !allBack(lims, before) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond) // waiting on the cluster's promotion, bounded
 	}
 	time.Sleep(healthy)
@@ -198,7 +217,7 @@ func TestClusterFailover(t *testing.T) {
 	t.Logf("redis_rate: admitted %d (%.1f%% of the bound), in the window %d, errors %d, answering again %s, slowest call %v",
 		r.admitted, 100*float64(r.admitted)/bound, r.inWindow, r.stale, again, r.slowest.Round(time.Millisecond))
 
-	assert.LessOrEqual(t, o.slowest, failoverTimeout+schedulingSlack, "a decision blocked past its deadline")
+	assert.LessOrEqual(t, o.slowest, failoverTimeout+failoverSlack, "a decision blocked past its deadline")
 	assert.Positive(t, o.stale, "the fallback decided during the failover")
 	require.GreaterOrEqual(t, o.back, time.Duration(0), "every client's decisions are shared again after the promotion")
 	for i, l := range lims {
@@ -222,11 +241,19 @@ func TestClusterFailover(t *testing.T) {
 	require.NoError(t, eventually(3*time.Second, func() error { return goleak.Find() }))
 }
 
-// allAvailable reports whether every limiter has seen an outage and is
-// available again.
-func allAvailable(lims []*backoffredis.Limiter) bool {
-	for _, l := range lims {
-		if st := l.Stats(); st.Outages == 0 || !st.Available {
+func outages(lims []*backoffredis.Limiter) []uint64 {
+	out := make([]uint64, len(lims))
+	for i, l := range lims {
+		out[i] = l.Stats().Outages
+	}
+	return out
+}
+
+// allBack reports whether every limiter has seen an outage since before
+// and is available again.
+func allBack(lims []*backoffredis.Limiter, before []uint64) bool {
+	for i, l := range lims {
+		if st := l.Stats(); st.Outages == before[i] || !st.Available {
 			return false
 		}
 	}

@@ -15,14 +15,15 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// gcraSource decides for each key of KEYS whether n events may happen, by
+// gcraSource decides for each key of keys (KEYS, for gcraScript) whether n
+// events may happen, by
 // the generic cell rate algorithm (GCRA): a key holds its theoretical arrival
 // time (TAT), the instant at which its bucket would be full again, in
 // microseconds since 2017-01-01 UTC on the server's clock (µs since 1970 would
 // not fit a Lua double with room to spare). One TIME call serves every key,
 // so the clocks of the callers never matter.
 //
-// ARGV: the emission interval in µs (a float, 0 for an infinite rate), the
+// args (ARGV, for gcraScript): the emission interval in µs (a float, 0 for an infinite rate), the
 // burst, n, and the longest wait in µs the caller accepts (0: admit only now,
 // as Allow; -1: any wait, as Reserve); then, only when the keys of the call
 // do not all ask the same (a key with its own limit, or decisions of several

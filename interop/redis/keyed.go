@@ -13,7 +13,8 @@ import (
 // not full: its entry expires as the bucket refills. All keys of one
 // KeyedLimiter share the hash tag {name}, so in a Redis Cluster they live in
 // one slot, and [KeyedLimiter.AllowBatch] decides for many keys in one round
-// trip.
+// trip; [WithSpreadKeys] spreads them over a Cluster's masters, one round
+// trip per master.
 //
 // The methods are [Limiter]'s, with the key after the context. Keys are
 // strings, since Redis keys are. A KeyedLimiter is safe for concurrent use.
@@ -50,7 +51,9 @@ func (k *KeyedLimiter) AllowN(ctx context.Context, key string, n int) (Result, e
 }
 
 // AllowBatch decides, in one round trip, whether one event may happen now
-// for each of keys, and takes it for those where it may. The i-th result
+// for each of keys, and takes it for those where it may. With keys spread
+// over a Cluster ([WithSpreadKeys]) it is one script call per master, in one
+// round trip to each master, to the masters at once. The i-th result
 // belongs to keys[i]; a key that appears twice is decided twice, in order.
 // The error is as for [Limiter.AllowN], and then applies to every key. The
 // decisions are independent: one refused key does not affect the others.

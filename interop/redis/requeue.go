@@ -30,7 +30,8 @@ return n
 // composes). When is one round trip (INCR and PEXPIRE in one script), Forget
 // one DEL, NumRequeues one GET.
 //
-// An item's Redis key is <prefix>{name}:<item>, item printed as a string is
+// An item's Redis key is <prefix>{name}:<item> (<prefix>{name:<item>}
+// [WithSpreadKeys]), item printed as a string is
 // (itself), by its String method if it has one, or with fmt's %v otherwise:
 // items with the same printed form share a count. Counts expire
 // [WithFailureTTL] after an item's latest failure.
