@@ -205,24 +205,59 @@ func (c *cluster) masterOf(key string) *server {
 	c.tb.Helper()
 	cl := goredis.NewClusterClient(c.options())
 	defer cl.Close()
-	ctx := context.Background()
-	slot, err := cl.ClusterKeySlot(ctx, key).Result()
+	slot, err := cl.ClusterKeySlot(context.Background(), key).Result()
 	if err != nil {
 		c.tb.Fatal(err)
 	}
-	slots, err := cl.ClusterSlots(ctx).Result()
+	for _, sh := range c.shards() {
+		for _, r := range sh.slots {
+			if r.Start <= slot && slot <= r.End {
+				return sh.master
+			}
+		}
+	}
+	c.tb.Fatalf("no master serves %q (slot %d)", key, slot)
+	return nil
+}
+
+// masters returns the masters that serve slots now.
+func (c *cluster) masters() []*server {
+	var out []*server
+	for _, sh := range c.shards() {
+		out = append(out, sh.master)
+	}
+	return out
+}
+
+type shard struct {
+	master *server
+	slots  []goredis.SlotRange
+}
+
+// shards returns the shards that serve slots now, as the cluster says.
+func (c *cluster) shards() []shard {
+	c.tb.Helper()
+	cl := goredis.NewClusterClient(c.options())
+	defer cl.Close()
+	shards, err := cl.ClusterShards(context.Background()).Result()
 	if err != nil {
 		c.tb.Fatal(err)
 	}
-	for _, r := range slots {
-		if int64(r.Start) <= slot && slot <= int64(r.End) {
+	var out []shard
+	for _, sh := range shards {
+		if len(sh.Slots) == 0 {
+			continue
+		}
+		for _, n := range sh.Nodes {
+			if n.Role != "master" || n.Health != "online" {
+				continue
+			}
 			for _, s := range c.nodes {
-				if s.addr() == r.Nodes[0].Addr {
-					return s
+				if s.port == int(n.Port) {
+					out = append(out, shard{master: s, slots: sh.Slots})
 				}
 			}
 		}
 	}
-	c.tb.Fatalf("no master serves %q (slot %d): %+v", key, slot, slots)
-	return nil
+	return out
 }
