@@ -226,7 +226,10 @@ func TestClusterFailover(t *testing.T) {
 		assert.Positive(t, st.Outages, "client %d", i)
 	}
 	assert.LessOrEqual(t, float64(o.admitted), bound+allowFor)
-	assert.GreaterOrEqual(t, float64(o.admitted), 0.8*bound, "admissions lost")
+	// Admissions lost: the first timeouts of the failover, and, under the
+	// race detector on a loaded machine, calls slowed by the scheduler.
+	floor := map[bool]float64{false: 0.8, true: 0.5}[raceEnabled]
+	assert.GreaterOrEqual(t, float64(o.admitted), floor*bound, "admissions lost")
 
 	// No connection outlives its client: once the clients are closed, the
 	// surviving masters count no client connection but the one asking.
