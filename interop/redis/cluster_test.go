@@ -397,3 +397,19 @@ func (c *cluster) migrateSlot(key string) *server {
 	}
 	return dst
 }
+
+// TestSpreadKeysOnOneServer checks that WithSpreadKeys changes the key names
+// and nothing else on a single server, where one script call decides for
+// every key of a batch.
+func TestSpreadKeysOnOneServer(t *testing.T) {
+	s := startServer(t)
+	l := backoffredis.NewKeyedLimiter(s.client(), "one", 0.01, 2, generous, backoffredis.WithSpreadKeys())
+	q := backoffredis.NewItemExponentialFailureRateLimiter[string](s.client(), "q", time.Millisecond, time.Second, generous, backoffredis.WithSpreadKeys())
+	assert.Equal(t, "backoff:{one:acme}", l.Key("acme"))
+	assert.Equal(t, "backoff:{q:ns/pod}", q.Key("ns/pod"))
+	checkBatchDecisions(t, l, manyKeys(10))
+	assert.Equal(t, time.Millisecond, q.When("ns/pod"))
+	n, err := s.client().Exists(context.Background(), l.Key("tenant-0"), q.Key("ns/pod")).Result()
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), n)
+}
