@@ -23,11 +23,6 @@ import (
 // the same.
 const failoverTimeout = 100 * time.Millisecond
 
-// failoverSlack is what a decision may take beyond its deadline in the
-// failover test: 16 goroutines deciding without pause, under the race
-// detector on a loaded two-core machine, wait for the scheduler far longer
-// than the fault tests' one goroutine does.
-var failoverSlack = map[bool]time.Duration{false: schedulingSlack, true: 4 * schedulingSlack}[raceEnabled]
 
 // decisionLog is what one client saw: each decision's start (since the run
 // began), how long it took, and its outcome.
@@ -189,6 +184,25 @@ func TestClusterFailover(t *testing.T) {
 			return r.Allowed > 0, true, r.RetryAfter
 		})
 	}
+	// The scheduler's lag: how late a goroutine that only sleeps wakes up,
+	// at worst, during the run. 16 goroutines deciding without pause, under
+	// the race detector on a loaded two-core machine, wait for the scheduler
+	// as long as that, which no deadline can prevent.
+	var lag time.Duration
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			t0 := time.Now()
+			time.Sleep(5 * time.Millisecond)
+			lag = max(lag, time.Since(t0)-5*time.Millisecond)
+		}
+	}()
 	master := c.masterOf(lims[0].Key())
 	require.Same(t, master, c.masterOf("rate:"+rateKey), "both limits live on the master to kill")
 
@@ -208,8 +222,8 @@ func TestClusterFailover(t *testing.T) {
 	o, r := summarize(ours, kill), summarize(theirs, kill)
 	bound := burst + rate*elapsed.Seconds()
 	t.Logf("run %v, kill at %v; bound burst+rate×elapsed = %.0f, failover allowance %d", elapsed.Round(time.Millisecond), kill.Round(time.Millisecond), bound, allowFor)
-	t.Logf("ours:       admitted %d (%.1f%% of the bound), in the window %d (rate×window %.0f), not shared %d, shared again %v after the kill, slowest call %v",
-		o.admitted, 100*float64(o.admitted)/bound, o.inWindow, rate*o.back.Seconds(), o.stale, o.back.Round(time.Millisecond), o.slowest.Round(time.Millisecond))
+	t.Logf("ours:       admitted %d (%.1f%% of the bound), in the window %d (rate×window %.0f), not shared %d, shared again %v after the kill, slowest call %v (the scheduler's lag %v)",
+		o.admitted, 100*float64(o.admitted)/bound, o.inWindow, rate*o.back.Seconds(), o.stale, o.back.Round(time.Millisecond), o.slowest.Round(time.Millisecond), lag.Round(time.Millisecond))
 	again := "not within the run"
 	if r.back >= 0 {
 		again = r.back.Round(time.Millisecond).String() + " after the kill"
@@ -217,7 +231,11 @@ func TestClusterFailover(t *testing.T) {
 	t.Logf("redis_rate: admitted %d (%.1f%% of the bound), in the window %d, errors %d, answering again %s, slowest call %v",
 		r.admitted, 100*float64(r.admitted)/bound, r.inWindow, r.stale, again, r.slowest.Round(time.Millisecond))
 
-	assert.LessOrEqual(t, o.slowest, failoverTimeout+failoverSlack, "a decision blocked past its deadline")
+	// Under the race detector, a call's timeout path (the deadline's timer,
+	// the connection closed, the fallback) costs several times its CPU, on
+	// a machine whose two cores the servers and 16 deciding goroutines share.
+	slack := map[bool]time.Duration{false: schedulingSlack, true: 4 * schedulingSlack}[raceEnabled] + lag
+	assert.LessOrEqual(t, o.slowest, failoverTimeout+slack, "a decision blocked past its deadline (the scheduler's lag was %v)", lag)
 	assert.Positive(t, o.stale, "the fallback decided during the failover")
 	require.GreaterOrEqual(t, o.back, time.Duration(0), "every client's decisions are shared again after the promotion")
 	for i, l := range lims {
