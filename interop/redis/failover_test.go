@@ -23,7 +23,6 @@ import (
 // the same.
 const failoverTimeout = 100 * time.Millisecond
 
-
 // decisionLog is what one client saw: each decision's start (since the run
 // began), how long it took, and its outcome.
 type decisionLog struct {
