@@ -189,3 +189,104 @@ func BenchmarkAllowBatch(b *testing.B) {
 	b.StopTimer()
 	reportLatencies(b, float64(b.N*batch)/elapsed.Seconds(), lat, "/batch")
 }
+
+// BenchmarkCluster runs on a Redis Cluster of three masters started by the
+// benchmark, with one Cluster client per implementation: Allow from one
+// goroutine and AllowParallel from 8 goroutines per GOMAXPROCS, ours (keys
+// spread over the masters, WithSpreadKeys) beside redis_rate (whose keys
+// spread too); and AllowBatch of 100 keys from 4 goroutines per GOMAXPROCS,
+// the keys in one slot (masters=1, the default layout) or spread over the
+// three masters (masters=3). decisions/s counts keys.
+func BenchmarkCluster(b *testing.B) {
+	c := startCluster(b)
+	keys := benchKeyNames()
+	ctx := context.Background()
+	b.Run("Allow/impl=ours", func(b *testing.B) {
+		k := backoffredis.NewKeyedLimiter(c.client(), "bench", benchRate, benchBurst, generous, backoffredis.WithSpreadKeys())
+		measure(b, func(i int) {
+			if !k.Allow(ctx, keys[i%benchKeys]) {
+				b.Fatal("refused")
+			}
+		})
+	})
+	b.Run("Allow/impl=redis_rate", func(b *testing.B) {
+		l := redis_rate.NewLimiter(c.client())
+		limit := redis_rate.Limit{Rate: benchRate, Burst: benchBurst, Period: time.Second}
+		measure(b, func(i int) {
+			r, err := l.Allow(ctx, keys[i%benchKeys], limit)
+			if err != nil || r.Allowed == 0 {
+				b.Fatal("refused", err)
+			}
+		})
+	})
+	b.Run("AllowParallel/impl=ours", func(b *testing.B) {
+		k := backoffredis.NewKeyedLimiter(c.client(), "bench", benchRate, benchBurst, generous, backoffredis.WithSpreadKeys())
+		measureParallel(b, 8, 1, func(i int) bool { return k.Allow(ctx, keys[i%benchKeys]) })
+		if st := k.Stats(); st.Fallback != 0 || st.Errors != 0 {
+			b.Fatalf("decisions not all shared: %+v", st)
+		}
+	})
+	b.Run("AllowParallel/impl=redis_rate", func(b *testing.B) {
+		l := redis_rate.NewLimiter(c.client())
+		limit := redis_rate.Limit{Rate: benchRate, Burst: benchBurst, Period: time.Second}
+		measureParallel(b, 8, 1, func(i int) bool {
+			r, err := l.Allow(ctx, keys[i%benchKeys], limit)
+			return err == nil && r.Allowed > 0
+		})
+	})
+	const batch = 100
+	for _, masters := range []int{1, 3} {
+		b.Run("AllowBatch/masters="+strconv.Itoa(masters), func(b *testing.B) {
+			opts := []backoffredis.Option{generous}
+			if masters == 3 {
+				opts = append(opts, backoffredis.WithSpreadKeys())
+			}
+			k := backoffredis.NewKeyedLimiter(c.client(), "bench-batch", benchRate, benchBurst, opts...)
+			measureParallel(b, 4, batch, func(i int) bool {
+				off := (i * batch) % benchKeys
+				rs, err := k.AllowBatch(ctx, keys[off:off+batch])
+				return err == nil && rs[batch-1].Allowed
+			})
+			if st := k.Stats(); st.Fallback != 0 || st.Errors != 0 {
+				b.Fatalf("decisions not all shared: %+v", st)
+			}
+		})
+	}
+}
+
+// measureParallel runs decide b.N times from parallelism goroutines per
+// GOMAXPROCS, and reports the rate (per decides' per decisions each) and
+// the latency percentiles of one call.
+func measureParallel(b *testing.B, parallelism, per int, decide func(i int) bool) {
+	b.Helper()
+	var (
+		next atomic.Int64
+		mu   sync.Mutex
+		lat  = make([]time.Duration, 0, b.N)
+	)
+	b.ReportAllocs()
+	b.SetParallelism(parallelism)
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		mine := make([]time.Duration, 0, 1024)
+		for pb.Next() {
+			t0 := time.Now()
+			ok := decide(int(next.Add(1)))
+			mine = append(mine, time.Since(t0))
+			if !ok {
+				b.Error("refused")
+				break
+			}
+		}
+		mu.Lock()
+		lat = append(lat, mine...)
+		mu.Unlock()
+	})
+	elapsed := time.Since(start)
+	b.StopTimer()
+	unit := ""
+	if per > 1 {
+		unit = "/batch"
+	}
+	reportLatencies(b, float64(b.N*per)/elapsed.Seconds(), lat, unit)
+}

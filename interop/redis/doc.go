@@ -1,7 +1,7 @@
 // Package redis shares the limits and the requeue backoff of
 // github.com/retrykit/backoff across processes, through a Redis that they all
 // use (github.com/redis/go-redis/v9, any redis.UniversalClient: one server,
-// Sentinel or Cluster).
+// Sentinel or Cluster; see "Redis Cluster" below).
 //
 // Use it when several replicas of a service, or the shards of a controller,
 // share one external quota (a cloud API's 100 requests/s), where a limiter per
@@ -15,7 +15,8 @@
 //     trip per decision at most, on the Redis server's clock, so that
 //     processes with skewed clocks agree. For the same rate and burst they
 //     admit the events that github.com/go-redis/redis_rate admits.
-//     [KeyedLimiter.AllowBatch] decides for many keys in one round trip, and
+//     [KeyedLimiter.AllowBatch] decides for many keys in one round trip (one
+//     per master for keys spread over a Cluster), and
 //     the decisions that goroutines of a process ask for while a round trip
 //     of the same limiter is in flight travel together in the next one.
 //   - [ItemExponentialFailureRateLimiter]: the library's item-exponential
@@ -80,25 +81,66 @@
 // Every key starts with the prefix ([WithPrefix], default "backoff:") and the
 // limiter's name in braces, which is the key's Cluster hash tag: all keys of
 // one limiter live in one slot, so that one script can read them.
+// [WithSpreadKeys] puts a KeyedLimiter's key (a requeue limiter's item) in
+// the tag, so that a Cluster spreads them over its masters.
 //
 //	backoff:{api}               a Limiter named api: its theoretical arrival time, µs
 //	backoff:{tenants}:acme      a KeyedLimiter named tenants, key acme
 //	backoff:{pods}:ns/web-1     a requeue limiter named pods: item ns/web-1's failure count
+//	backoff:{tenants:acme}      the KeyedLimiter's key acme, WithSpreadKeys
 //
 // A limiter's key expires when its bucket is full again, which is the state
 // of an absent key, so Redis holds only the keys used within the last
 // burst/rate seconds. A failure count expires [WithFailureTTL] after the
 // item's latest failure, and Forget deletes it.
 //
-// # Cluster and Sentinel
+// # Redis Cluster
 //
-// With a Sentinel failover client, a failover loses what the old primary had
-// not replicated: a limit may admit again the events it admitted during the
-// replication lag before the failover, and an item that failed then may wait
-// one step less. With a Cluster,
-// a limiter's keys share a slot, so one busy KeyedLimiter loads one shard;
-// split a very large one into several names. In both, the scripts read the
-// server's TIME; Redis 5 or later replicates their effects, not the scripts.
+// Pass a *redis.ClusterClient (with ContextTimeoutEnabled, as any client).
+// Every script call touches the keys of one slot, or, for a batch of spread
+// keys, keys that one master serves, so a call never fails with CROSSSLOT:
+//
+//   - By default a limiter's keys share the tag {name}: one slot, on one
+//     master. [KeyedLimiter.AllowBatch], and the decisions that concurrent
+//     callers send together, are one script call; one busy KeyedLimiter
+//     loads one master.
+//   - [WithSpreadKeys] spreads a KeyedLimiter's keys over the masters. A
+//     batch is then grouped by master, by the client's map of the slots, and
+//     each master gets one script call for its keys, all in one pipeline: one
+//     round trip per master, to the masters at once (the script declares
+//     allow-cross-slot-keys, Redis 7 or later). A master that refuses its
+//     call (an older Redis, or a slot that moved) has changed nothing, and
+//     its keys go again one script call per key.
+//
+// While a slot moves between masters (resharding), go-redis follows MOVED and
+// ASK replies, and a batch that a master refuses meanwhile (TRYAGAIN: some
+// of its keys have moved, others not) goes again one call per key: every
+// decision is made once, by the master that holds the key. Scripts are sent
+// by digest, and again with their source on a master that lacks them (its
+// first call, or after a failover or SCRIPT FLUSH).
+//
+// When a master fails, the keys of its slots have no master until the
+// Cluster promotes its replica, cluster-node-timeout and an election later
+// (configure cluster-require-full-coverage no, or every master refuses
+// every key meanwhile). Decisions for those keys fall back as on a single
+// server, each within its deadline. go-redis learns of the promotion only
+// from its periodic reload of the slots (ClusterStateReloadInterval, a
+// minute by default), so each failed call of a limiter asks the client to
+// reload them: the first probe after the promotion finds the new master. A
+// failover loses what the dead master had not replicated (the last few
+// milliseconds' decisions); the shared bucket, untouched while the fallback
+// decides, is full again afterwards. Over a run with one failover, the
+// events admitted by every process together stay within burst + rate ×
+// elapsed, plus burst and the fallbacks' bursts (replicas × burst/replicas):
+// see TestClusterFailover. A limiter keeps one state for all its keys: with
+// spread keys, while one master is down, decisions for keys on other
+// masters succeed and make decisions shared again, and the next one for a
+// key on the dead master costs a timeout; the default layout keeps a
+// limiter on one master, and an outage at one timeout per probe interval.
+//
+// With a Sentinel failover client, a failover loses, likewise, what the old
+// primary had not replicated. In both, the scripts read the server's TIME;
+// Redis 5 or later replicates their effects, not the scripts.
 //
 // # Retry budgets
 //

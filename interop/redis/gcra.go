@@ -14,14 +14,15 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// gcraScript decides for each key of KEYS whether n events may happen, by the
-// generic cell rate algorithm (GCRA): a key holds its theoretical arrival
+// gcraSource decides for each key of keys (KEYS, for gcraScript) whether n
+// events may happen, by
+// the generic cell rate algorithm (GCRA): a key holds its theoretical arrival
 // time (TAT), the instant at which its bucket would be full again, in
 // microseconds since 2017-01-01 UTC on the server's clock (µs since 1970 would
 // not fit a Lua double with room to spare). One TIME call serves every key,
 // so the clocks of the callers never matter.
 //
-// ARGV: the emission interval in µs (a float, 0 for an infinite rate), the
+// args (ARGV, for gcraScript): the emission interval in µs (a float, 0 for an infinite rate), the
 // burst, n, and the longest wait in µs the caller accepts (0: admit only now,
 // as Allow; -1: any wait, as Reserve); then, only when the keys of the call
 // do not all ask the same (a key with its own limit, or decisions of several
@@ -31,24 +32,32 @@ import (
 // its TAT passes, at which point it is equivalent to an absent key: memory is
 // bounded by the keys used within the last burst·interval.
 //
+// Every key is read before any is written: a Cluster node refuses a key it
+// does not serve (a slot that moved) at the script's first access to it,
+// and the script must then have changed nothing, so that the call can go
+// again elsewhere. A key that appears twice is decided twice, in order.
+//
 // Returns {now, then for each key: admitted (1/0), delay µs (-1: never),
 // remaining events admissible now, µs until the bucket is full}.
-var gcraScript = goredis.NewScript(`
-if redis.replicate_commands then redis.replicate_commands() end
-local interval = tonumber(ARGV[1])
-local burst = tonumber(ARGV[2])
-local n = tonumber(ARGV[3])
-local max_wait = tonumber(ARGV[4])
-local own = #ARGV > 4
+const gcraSource = `
+local interval = tonumber(args[1])
+local burst = tonumber(args[2])
+local n = tonumber(args[3])
+local max_wait = tonumber(args[4])
+local own = #args > 4
 local t = redis.call('TIME')
 local now = (tonumber(t[1]) - 1483228800) * 1000000 + tonumber(t[2])
+local tats = {}
+for _, key in ipairs(keys) do
+  if tats[key] == nil then tats[key] = tonumber(redis.call('GET', key)) or false end
+end
 local out = {now}
-for i, key in ipairs(KEYS) do
+for i, key in ipairs(keys) do
   if own then
-    interval = tonumber(ARGV[1 + 4 * i])
-    burst = tonumber(ARGV[2 + 4 * i])
-    n = tonumber(ARGV[3 + 4 * i])
-    max_wait = tonumber(ARGV[4 + 4 * i])
+    interval = tonumber(args[1 + 4 * i])
+    burst = tonumber(args[2 + 4 * i])
+    n = tonumber(args[3 + 4 * i])
+    max_wait = tonumber(args[4 + 4 * i])
   end
   if interval == 0 then
     -- an infinite rate: the bucket is always full, nothing is stored
@@ -58,8 +67,8 @@ for i, key in ipairs(KEYS) do
     out[#out+1] = 0
   else
     local offset = interval * burst
-    local tat = tonumber(redis.call('GET', key))
-    if tat == nil or tat < now then tat = now end
+    local tat = tats[key]
+    if not tat or tat < now then tat = now end
     local new_tat = tat + interval * n
     local delay = new_tat - offset - now
     if delay < 0 then delay = 0 end
@@ -72,6 +81,7 @@ for i, key in ipairs(KEYS) do
       new_tat = math.ceil(new_tat)
       if new_tat > now then
         redis.call('SET', key, new_tat, 'PX', math.ceil((new_tat - now) / 1000))
+        tats[key] = new_tat
       end
       out[#out+1] = 1
       out[#out+1] = math.ceil(delay)
@@ -86,7 +96,13 @@ for i, key in ipairs(KEYS) do
   end
 end
 return out
-`)
+`
+
+// gcraScript runs gcraSource on any Redis: its keys must share a slot on a
+// Cluster. Before Redis 5, scripts replicate as scripts, which TIME forbids
+// unless they replicate their effects instead.
+var gcraScript = goredis.NewScript("if redis.replicate_commands then redis.replicate_commands() end\n" +
+	"local keys, args = KEYS, ARGV" + gcraSource)
 
 // tokensScript returns, as a string (a Lua number would be truncated to an
 // integer), the tokens of KEYS[1] now: the events admissible now, at most the
@@ -166,6 +182,12 @@ type gcra struct {
 	ownMu sync.Mutex
 
 	co coalescer
+
+	// cluster says that client is a Cluster client; spread, that the keys
+	// of one call may live in different slots of it (WithSpreadKeys), where
+	// one script call may not touch them all: a call for several keys is
+	// then one script call per key, pipelined (see roundTripSpread).
+	cluster, spread bool
 }
 
 // params is a rate and a burst, with the script's arguments for them, boxed
@@ -220,10 +242,12 @@ func newGCRA(where string, client goredis.UniversalClient, what string, r float6
 	}
 	checkClient(client, c, what)
 	l := &gcra{
-		client: client,
-		guard:  newGuard(what, c),
-		clock:  c.clock,
-		local:  newFallback(keyed, r, burst, c),
+		client:  client,
+		guard:   newGuard(what, client, c),
+		cluster: isCluster(client),
+		spread:  c.spreadKeys && isCluster(client),
+		clock:   c.clock,
+		local:   newFallback(keyed, r, burst, c),
 	}
 	l.params.Store(newParams(r, burst))
 	return l
@@ -333,8 +357,21 @@ func (l *gcra) redisDecide(ctx context.Context, keys []string, n int, maxWait ti
 }
 
 // roundTrip runs gcraScript once for keys, asks[i] being keys[i]'s, and
-// fills out. It sends the short form when every key asks the same.
+// fills out. A Cluster's spread keys go by master (see roundTripSpread).
 func (l *gcra) roundTrip(ctx context.Context, keys []string, asks []ask, out []decision) error {
+	if l.spread && len(keys) > 1 {
+		return l.roundTripSpread(ctx, keys, asks, out)
+	}
+	cmd := gcraScript.Run(ctx, l.client, keys, scriptArgs(asks)...)
+	if l.cluster && len(keys) > 1 && slotMoving(cmd.Err()) {
+		return l.roundTripPerKey(ctx, keys, asks, out)
+	}
+	return parseDecisions(cmd, asks, out)
+}
+
+// scriptArgs returns gcraSource's ARGV for asks: the short form when every
+// key asks the same.
+func scriptArgs(asks []ask) []any {
 	a0 := asks[0]
 	uniform := true
 	for _, a := range asks[1:] {
@@ -343,26 +380,28 @@ func (l *gcra) roundTrip(ctx context.Context, keys []string, asks []ask, out []d
 			break
 		}
 	}
-	var cmd *goredis.Cmd
 	if uniform {
-		cmd = gcraScript.Run(ctx, l.client, keys, a0.p.intervalArg, a0.p.burstArg, a0.nArg(), a0.waitArg())
-	} else {
-		args := make([]any, 0, 4+4*len(keys))
-		args = append(args, a0.p.intervalArg, a0.p.burstArg, a0.nArg(), a0.waitArg())
-		for _, a := range asks {
-			args = append(args, a.p.intervalArg, a.p.burstArg, a.nArg(), a.waitArg())
-		}
-		cmd = gcraScript.Run(ctx, l.client, keys, args...)
+		return []any{a0.p.intervalArg, a0.p.burstArg, a0.nArg(), a0.waitArg()}
 	}
+	args := make([]any, 0, 4+4*len(asks))
+	args = append(args, a0.p.intervalArg, a0.p.burstArg, a0.nArg(), a0.waitArg())
+	for _, a := range asks {
+		args = append(args, a.p.intervalArg, a.p.burstArg, a.nArg(), a.waitArg())
+	}
+	return args
+}
+
+// parseDecisions reads gcraScript's reply for asks into out.
+func parseDecisions(cmd *goredis.Cmd, asks []ask, out []decision) error {
 	vals, err := cmd.Int64Slice()
-	if err == nil && len(vals) != 1+4*len(keys) {
+	if err == nil && len(vals) != 1+4*len(asks) {
 		err = errors.New("redis: unexpected reply from the limiter script")
 	}
 	if err != nil {
 		return err
 	}
 	now := vals[0]
-	for i := range keys {
+	for i := range asks {
 		v := vals[1+4*i : 5+4*i]
 		d := decision{Result: Result{
 			Allowed:    v[0] == 1,

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
 	"k8s.io/utils/clock"
 )
 
@@ -47,6 +48,10 @@ type guard struct {
 	logger        *slog.Logger
 	clock         clock.PassiveClock
 	onStateChange func(bool, error)
+	// onFailure, when set, is called after each failed call: a Cluster
+	// client's, which reloads the client's map of the slots (see
+	// newGuard).
+	onFailure func()
 
 	down      atomic.Bool
 	nextProbe atomic.Int64 // local clock, UnixNano; meaningful while down
@@ -55,8 +60,15 @@ type guard struct {
 	shared, fallback, refused, errs, outages atomic.Uint64
 }
 
-func newGuard(what string, c config) *guard {
-	return &guard{
+// newGuard returns the guard of a limiter of client. For a Cluster client,
+// each failed call asks the client to reload its map of the slots: go-redis
+// learns that a replica took over a dead master's slots only from a MOVED
+// reply, which a dead master never sends, or from its periodic reload
+// (ClusterStateReloadInterval, a minute by default), and until then it sends
+// every call for those slots to the dead master. The reload runs on go-redis's
+// goroutine, at most one at a time.
+func newGuard(what string, client goredis.UniversalClient, c config) *guard {
+	g := &guard{
 		what:          what,
 		timeout:       c.timeout,
 		probeInterval: c.probeInterval,
@@ -65,6 +77,10 @@ func newGuard(what string, c config) *guard {
 		clock:         c.clock,
 		onStateChange: c.onStateChange,
 	}
+	if cl, ok := client.(*goredis.ClusterClient); ok {
+		g.onFailure = func() { cl.ReloadState(context.Background()) }
+	}
+	return g
 }
 
 // tryRedis reports whether this call should go to Redis: always while Redis
@@ -115,6 +131,9 @@ func (g *guard) end(ctx context.Context, cancel context.CancelFunc, err error) e
 		return context.Cause(ctx)
 	}
 	g.errs.Add(1)
+	if g.onFailure != nil {
+		g.onFailure()
+	}
 	g.markDown(err)
 	return err
 }

@@ -23,6 +23,7 @@ type server struct {
 	bin  string
 	dir  string
 	port int
+	args []string // beyond the common ones (the cluster's)
 	cmd  *exec.Cmd
 }
 
@@ -30,34 +31,55 @@ type server struct {
 // the binary the test is skipped, except under CI=true, where it fails.
 func startServer(tb testing.TB) *server {
 	tb.Helper()
-	bin, err := exec.LookPath("redis-server")
+	s := newServer(tb, lookBinary(tb, "redis-server"))
+	s.start()
+	return s
+}
+
+// lookBinary returns the path of one of the redis-server package's binaries.
+// Without it the test is skipped, except under CI=true, where it fails.
+func lookBinary(tb testing.TB, name string) string {
+	tb.Helper()
+	bin, err := exec.LookPath(name)
 	if err != nil {
-		msg := "redis-server not found in PATH; install it with `sudo apt-get update && sudo apt-get install -y redis-server` (or `brew install redis`)"
+		msg := name + " not found in PATH; install it with `sudo apt-get update && sudo apt-get install -y redis-server` (or `brew install redis`)"
 		if os.Getenv("CI") == "true" {
 			tb.Fatal(msg)
 		}
 		tb.Skip(msg)
 	}
+	return bin
+}
+
+// newServer returns a server of bin on a free loopback port, not started,
+// killed when tb ends.
+func newServer(tb testing.TB, bin string, args ...string) *server {
+	tb.Helper()
+	s := &server{tb: tb, bin: bin, dir: tb.TempDir(), port: freePort(tb), args: args}
+	tb.Cleanup(func() { s.kill() })
+	return s
+}
+
+// freePort returns a loopback port that nothing listens on now.
+func freePort(tb testing.TB) int {
+	tb.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	s := &server{tb: tb, bin: bin, dir: tb.TempDir(), port: port}
-	s.start()
-	tb.Cleanup(func() { s.kill() })
-	return s
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 func (s *server) addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
 
 func (s *server) start() {
 	s.tb.Helper()
-	s.cmd = exec.Command(s.bin,
+	args := append([]string{
 		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", s.dir,
-		"--daemonize", "no", "--loglevel", "warning")
+		"--daemonize", "no", "--loglevel", "warning"}, s.args...)
+	s.cmd = exec.Command(s.bin, args...)
 	if err := s.cmd.Start(); err != nil {
 		s.tb.Fatal(err)
 	}

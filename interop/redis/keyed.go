@@ -13,14 +13,15 @@ import (
 // not full: its entry expires as the bucket refills. All keys of one
 // KeyedLimiter share the hash tag {name}, so in a Redis Cluster they live in
 // one slot, and [KeyedLimiter.AllowBatch] decides for many keys in one round
-// trip.
+// trip; [WithSpreadKeys] spreads them over a Cluster's masters, one round
+// trip per master.
 //
 // The methods are [Limiter]'s, with the key after the context. Keys are
 // strings, since Redis keys are. A KeyedLimiter is safe for concurrent use.
 // Its zero value is not usable: use [NewKeyedLimiter].
 type KeyedLimiter struct {
-	l    *gcra
-	base string // <prefix>{name}:
+	l      *gcra
+	layout keyLayout
 }
 
 // NewKeyedLimiter returns a [KeyedLimiter] of r events per second and the
@@ -29,28 +30,30 @@ type KeyedLimiter struct {
 func NewKeyedLimiter(client goredis.UniversalClient, name string, r float64, burst int, opts ...Option) *KeyedLimiter {
 	const where = "NewKeyedLimiter"
 	c := newConfig(opts)
-	base := baseKey(where, c.prefix, name) + ":"
-	return &KeyedLimiter{l: newGCRA(where, client, base[:len(base)-1], r, burst, c, true), base: base}
+	kl := newKeyLayout(where, c, name)
+	return &KeyedLimiter{l: newGCRA(where, client, kl.what(), r, burst, c, true), layout: kl}
 }
 
 // Key returns the Redis key that holds key's limit.
-func (k *KeyedLimiter) Key(key string) string { return k.base + key }
+func (k *KeyedLimiter) Key(key string) string { return k.layout.key(key) }
 
 // Allow reports whether one event for key may happen now; see
 // [Limiter.Allow].
 func (k *KeyedLimiter) Allow(ctx context.Context, key string) bool {
-	r, err := k.l.allow(ctx, k.base+key, 1)
+	r, err := k.l.allow(ctx, k.layout.key(key), 1)
 	return err == nil && r.Allowed
 }
 
 // AllowN reports whether n events for key may happen now; see
 // [Limiter.AllowN].
 func (k *KeyedLimiter) AllowN(ctx context.Context, key string, n int) (Result, error) {
-	return k.l.allow(ctx, k.base+key, n)
+	return k.l.allow(ctx, k.layout.key(key), n)
 }
 
 // AllowBatch decides, in one round trip, whether one event may happen now
-// for each of keys, and takes it for those where it may. The i-th result
+// for each of keys, and takes it for those where it may. With keys spread
+// over a Cluster ([WithSpreadKeys]) it is one script call per master, in one
+// round trip to each master, to the masters at once. The i-th result
 // belongs to keys[i]; a key that appears twice is decided twice, in order.
 // The error is as for [Limiter.AllowN], and then applies to every key. The
 // decisions are independent: one refused key does not affect the others.
@@ -60,7 +63,7 @@ func (k *KeyedLimiter) AllowBatch(ctx context.Context, keys []string) ([]Result,
 	}
 	full := make([]string, len(keys))
 	for i, key := range keys {
-		full[i] = k.base + key
+		full[i] = k.layout.key(key)
 	}
 	ds := make([]decision, len(keys))
 	if err := k.l.decide(ctx, full, 1, 0, ds); err != nil {
@@ -75,23 +78,23 @@ func (k *KeyedLimiter) AllowBatch(ctx context.Context, keys []string) ([]Result,
 
 // Reserve is shorthand for ReserveN(ctx, key, 1); see [Limiter.Reserve].
 func (k *KeyedLimiter) Reserve(ctx context.Context, key string) *Reservation {
-	r, _ := k.l.reserve(ctx, k.base+key, 1, -1)
+	r, _ := k.l.reserve(ctx, k.layout.key(key), 1, -1)
 	return r
 }
 
 // ReserveN takes n events for key; see [Limiter.ReserveN].
 func (k *KeyedLimiter) ReserveN(ctx context.Context, key string, n int) (*Reservation, error) {
-	return k.l.reserve(ctx, k.base+key, n, -1)
+	return k.l.reserve(ctx, k.layout.key(key), n, -1)
 }
 
 // Wait is shorthand for WaitN(ctx, key, 1).
 func (k *KeyedLimiter) Wait(ctx context.Context, key string) error {
-	return k.l.wait(ctx, k.base+key, 1)
+	return k.l.wait(ctx, k.layout.key(key), 1)
 }
 
 // WaitN blocks until n events for key may happen; see [Limiter.WaitN].
 func (k *KeyedLimiter) WaitN(ctx context.Context, key string, n int) error {
-	return k.l.wait(ctx, k.base+key, n)
+	return k.l.wait(ctx, k.layout.key(key), n)
 }
 
 // Limit returns the rate of the keys without their own, in events per
@@ -116,12 +119,12 @@ func (k *KeyedLimiter) Burst() int { return k.l.params.Load().burst }
 // so that decisions read it without a lock: meant for a few keys (tenants,
 // plans), not for every key.
 func (k *KeyedLimiter) SetKeyLimit(key string, r float64, burst int) {
-	k.l.setOwn(k.base+key, sanitizeParams(r, burst))
+	k.l.setOwn(k.layout.key(key), sanitizeParams(r, burst))
 }
 
 // ClearKeyLimit gives key the limiter's rate and burst again, from the next
 // decision on.
-func (k *KeyedLimiter) ClearKeyLimit(key string) { k.l.setOwn(k.base+key, nil) }
+func (k *KeyedLimiter) ClearKeyLimit(key string) { k.l.setOwn(k.layout.key(key), nil) }
 
 // Tokens returns the events key could have admitted now (at most its burst,
 // negative while reservations wait), read from Redis in one round trip that
@@ -129,7 +132,7 @@ func (k *KeyedLimiter) ClearKeyLimit(key string) { k.l.setOwn(k.base+key, nil) }
 // Redis is unavailable Tokens returns an error that wraps [ErrUnavailable],
 // whether or not the limiter fails closed; when ctx ends, its cause.
 func (k *KeyedLimiter) Tokens(ctx context.Context, key string) (float64, error) {
-	return k.l.tokens(ctx, k.base+key)
+	return k.l.tokens(ctx, k.layout.key(key))
 }
 
 // Stats returns the limiter's counters of decisions and failures.

@@ -37,6 +37,7 @@ type config struct {
 	onStateChange func(available bool, err error)
 	fallbackKeys  int
 	failureTTL    time.Duration
+	spreadKeys    bool
 }
 
 func newConfig(opts []Option) config {
@@ -154,6 +155,26 @@ func WithFailureTTL(d time.Duration) Option {
 		badArgument("WithFailureTTL", "d must be at least 1ms", d)
 	}
 	return func(c *config) { c.failureTTL = d }
+}
+
+// WithSpreadKeys gives each key of a [KeyedLimiter], and each item of an
+// [ItemExponentialFailureRateLimiter], a Cluster hash tag of its own:
+// <prefix>{<name>:<key>} instead of <prefix>{<name>}:<key>. By default a
+// limiter's keys share the tag {<name>}, so a Redis Cluster keeps them all
+// in one slot, on one master, however busy the limiter; spread, they are
+// spread over the masters as any keys are. [KeyedLimiter.AllowBatch], and
+// the decisions that concurrent callers send together, then make one script
+// call per key, pipelined through the Cluster client: one round trip per
+// master, to the masters at once, rather than one script call. On a single
+// server it changes the key names and nothing else. A [Limiter] has one
+// key, which it ignores the option for.
+//
+// Every process that shares a limiter must pass the same layout: processes
+// with different layouts keep different keys, and do not share. Changing it
+// in a running deployment starts every key's bucket full and its failure
+// count at zero.
+func WithSpreadKeys() Option {
+	return func(c *config) { c.spreadKeys = true }
 }
 
 // badArgument panics with the library's message for an argument outside its

@@ -30,7 +30,8 @@ return n
 // composes). When is one round trip (INCR and PEXPIRE in one script), Forget
 // one DEL, NumRequeues one GET.
 //
-// An item's Redis key is <prefix>{name}:<item>, item printed as a string is
+// An item's Redis key is <prefix>{name}:<item> (<prefix>{name:<item>}
+// [WithSpreadKeys]), item printed as a string is
 // (itself), by its String method if it has one, or with fmt's %v otherwise:
 // items with the same printed form share a count. Counts expire
 // [WithFailureTTL] after an item's latest failure.
@@ -47,7 +48,7 @@ return n
 type ItemExponentialFailureRateLimiter[T comparable] struct {
 	client    goredis.UniversalClient
 	guard     *guard
-	base      string // <prefix>{name}:
+	layout    keyLayout
 	baseDelay time.Duration
 	maxDelay  time.Duration
 	ttlArg    int64 // ms
@@ -66,8 +67,8 @@ func NewItemExponentialFailureRateLimiter[T comparable](client goredis.Universal
 		badArgument(where, "client must not be nil", client)
 	}
 	c := newConfig(opts)
-	base := baseKey(where, c.prefix, name)
-	checkClient(client, c, base)
+	kl := newKeyLayout(where, c, name)
+	checkClient(client, c, kl.what())
 	// The library's constructor applies the bad-input rule to the delays.
 	local := backoff.NewItemExponentialFailureRateLimiter[string](baseDelay, maxDelay)
 	ttl := c.failureTTL
@@ -76,8 +77,8 @@ func NewItemExponentialFailureRateLimiter[T comparable](client goredis.Universal
 	}
 	return &ItemExponentialFailureRateLimiter[T]{
 		client:    client,
-		guard:     newGuard(base, c),
-		base:      base + ":",
+		guard:     newGuard(kl.what(), client, c),
+		layout:    kl,
 		baseDelay: baseDelay,
 		maxDelay:  maxDelay,
 		ttlArg:    ttl.Milliseconds(),
@@ -124,7 +125,7 @@ func (l *ItemExponentialFailureRateLimiter[T]) When(item T) time.Duration {
 		var n int64
 		err := l.guard.run(context.Background(), func(ctx context.Context) error {
 			var err error
-			n, err = failureScript.Run(ctx, l.client, []string{l.base + key}, l.ttlArg).Int64()
+			n, err = failureScript.Run(ctx, l.client, []string{l.layout.key(key)}, l.ttlArg).Int64()
 			return err
 		})
 		if err == nil {
@@ -145,7 +146,7 @@ func (l *ItemExponentialFailureRateLimiter[T]) Forget(item T) {
 	l.local.Forget(key)
 	if l.guard.tryRedis() {
 		_ = l.guard.run(context.Background(), func(ctx context.Context) error {
-			return l.client.Del(ctx, l.base+key).Err()
+			return l.client.Del(ctx, l.layout.key(key)).Err()
 		})
 	}
 }
@@ -158,7 +159,7 @@ func (l *ItemExponentialFailureRateLimiter[T]) NumRequeues(item T) int {
 		var n int
 		err := l.guard.run(context.Background(), func(ctx context.Context) error {
 			var err error
-			n, err = l.client.Get(ctx, l.base+key).Int()
+			n, err = l.client.Get(ctx, l.layout.key(key)).Int()
 			if err == goredis.Nil {
 				n, err = 0, nil
 			}
@@ -172,7 +173,7 @@ func (l *ItemExponentialFailureRateLimiter[T]) NumRequeues(item T) int {
 }
 
 // Key returns the Redis key that holds item's failure count.
-func (l *ItemExponentialFailureRateLimiter[T]) Key(item T) string { return l.base + itemKey(item) }
+func (l *ItemExponentialFailureRateLimiter[T]) Key(item T) string { return l.layout.key(itemKey(item)) }
 
 // Stats returns the limiter's counters of decisions and failures.
 func (l *ItemExponentialFailureRateLimiter[T]) Stats() Stats { return l.guard.stats() }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package redis_test
+
+const raceEnabled = false
