@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/retrykit/backoff"
+	"k8s.io/utils/clock"
 )
 
 // pollScript is a condition that records when it is checked, takes runTime
@@ -274,4 +275,63 @@ func TestPollTickAndTimeoutAtTheSameInstant(t *testing.T) {
 	hc.drive(t, done)
 	assert.Equal(t, context.DeadlineExceeded, err)
 	assert.Equal(t, []time.Duration{time.Second, 2 * time.Second}, p.at, "checked at the timeout")
+}
+
+// BenchmarkPollOptions measures whole calls of the polls whose condition is
+// met at the immediate check, with 0, 1 and 3 options, on the real clock.
+// PollUntilContextCancel allocates nothing. PollUntilContextTimeout
+// allocates what its timeout costs (see withClockTimeout in poll.go): the
+// derived context, and the clock's timer with its callback.
+func BenchmarkPollOptions(b *testing.B) {
+	ctx := context.Background()
+	var clk clock.WithDelayedExecution = clock.RealClock{}
+	met := func(context.Context) (bool, error) { return true, nil }
+	b.Run("PollUntilContextCancel", func(b *testing.B) {
+		optionCounts(b, func(b *testing.B, n int) {
+			for i := 0; i < b.N; i++ {
+				var err error
+				switch n {
+				case 0:
+					err = backoff.PollUntilContextCancel(ctx, time.Second, true, met)
+				case 1:
+					err = backoff.PollUntilContextCancel(ctx, time.Second, true, met, backoff.WithClock(clk))
+				default:
+					err = backoff.PollUntilContextCancel(ctx, time.Second, true, met, backoff.WithClock(clk),
+						backoff.WithMaxElapsedTime(time.Hour), backoff.WithName("ignored"))
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
+	cancelable, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for _, parent := range []struct {
+		name string
+		ctx  context.Context
+	}{
+		{"background", ctx},
+		{"cancelable", cancelable},
+	} {
+		b.Run("PollUntilContextTimeout/"+parent.name, func(b *testing.B) {
+			optionCounts(b, func(b *testing.B, n int) {
+				for i := 0; i < b.N; i++ {
+					var err error
+					switch n {
+					case 0:
+						err = backoff.PollUntilContextTimeout(parent.ctx, time.Second, time.Minute, true, met)
+					case 1:
+						err = backoff.PollUntilContextTimeout(parent.ctx, time.Second, time.Minute, true, met, backoff.WithClock(clk))
+					default:
+						err = backoff.PollUntilContextTimeout(parent.ctx, time.Second, time.Minute, true, met, backoff.WithClock(clk),
+							backoff.WithMaxElapsedTime(time.Hour), backoff.WithName("ignored"))
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
 }
