@@ -2,9 +2,12 @@ package backoff
 
 import (
 	"github.com/stretchr/testify/assert"
+	"io"
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
+	"log/slog"
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -102,8 +105,8 @@ func TestNewConfig(t *testing.T) {
 	start := time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
 	fc := testingclock.NewFakeClock(start)
 	other := testingclock.NewFakeClock(start)
-	c := newConfig([]Option{WithClock(other), nil, WithClock(fc)})
-	assert.Same(t, fc, c.clock, "nil options are skipped and the last option wins")
+	c := newConfig([]Option{WithClock(other), {}, WithClock(fc)})
+	assert.Same(t, fc, c.clock, "zero options are skipped and the last option wins")
 
 	assert.PanicsWithValue(t, "backoff: WithClock: c must not be nil, got <nil>", func() { WithClock(nil) })
 	// A typed nil passes c == nil and used to crash on first use.
@@ -115,6 +118,61 @@ func TestNewConfigWithoutOptionsDoesNotAllocate(t *testing.T) {
 	allocs := testing.AllocsPerRun(100, func() { _ = newConfig(nil) })
 	assert.Zero(t, allocs)
 }
+
+func TestNewConfigAppliesEveryOption(t *testing.T) {
+	fc := testingclock.NewFakeClock(time.Unix(0, 0))
+	expiry := func(time.Time, time.Time, time.Duration) bool { return true }
+	onPanic := func(any) {}
+	notify := func(int, error, time.Duration) {}
+	retryable := func(error) bool { return false }
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	metrics := NopQueueMetrics{}
+	fairKey := func(string) string { return "" }
+	budget := NewRetryBudget(0.1, 1, time.Second, WithClock(fc))
+	budgetMetrics := &countingBudgetMetrics{}
+	name := strings.Repeat("q", 3)
+	c := newConfig([]Option{
+		WithClock(fc), WithExpiry(expiry), WithRequeueJitter(0.25), WithMaxTrackedItems(7), WithMaxKeys(9),
+		WithPanicHandler(onPanic), WithMaxElapsedTime(time.Minute), WithNotify(notify), WithRetryable(retryable),
+		WithJitterKind(EqualJitter), WithMaxRetryAfter(0), WithName(name), WithLogger(logger), WithMetrics(metrics),
+		WithFairness(fairKey), WithMaxReadyWait(time.Hour), WithRetryBudget(budget), WithRetryBudgetMetrics(budgetMetrics),
+	})
+	assert.Same(t, fc, c.clock)
+	assert.NotNil(t, c.backoff.expiry)
+	assert.Equal(t, limiterConfig{jitter: 0.25, maxTracked: 7, maxKeys: 9}, c.limiter)
+	assert.NotNil(t, c.loop.onPanic)
+	assert.Equal(t, time.Minute, c.retry.maxElapsed)
+	assert.NotNil(t, c.retry.notify)
+	assert.False(t, c.retry.retryable(nil))
+	assert.Equal(t, EqualJitter, c.retry.jitter)
+	assert.True(t, c.retry.ignoreHints, "WithMaxRetryAfter(0) ignores hints")
+	assert.Equal(t, "qqq", c.queue.name)
+	assert.Same(t, logger, c.queue.logger)
+	assert.Equal(t, metrics, c.queue.metrics)
+	assert.NotNil(t, c.queue.priority.fairKey)
+	assert.Equal(t, time.Hour, c.queue.priority.maxReadyWait)
+	assert.Same(t, budget, c.budget.budget)
+	assert.Same(t, budgetMetrics, c.budget.metrics)
+
+	c = newConfig([]Option{WithMaxRetryAfter(time.Second)})
+	assert.Equal(t, time.Second, c.retry.maxRetryAfter)
+	assert.False(t, c.retry.ignoreHints)
+}
+
+func TestNewConfigWithOptionsDoesNotAllocate(t *testing.T) {
+	fc := testingclock.NewFakeClock(time.Unix(0, 0))
+	notify := func(int, error, time.Duration) {}
+	allocs := testing.AllocsPerRun(100, func() {
+		_ = newConfig([]Option{WithClock(fc), WithMaxElapsedTime(time.Second), WithNotify(notify), WithName("q")})
+	})
+	assert.Zero(t, allocs)
+}
+
+type countingBudgetMetrics struct{ requests, retries, refused int }
+
+func (m *countingBudgetMetrics) IncRequests() { m.requests++ }
+func (m *countingBudgetMetrics) IncRetries()  { m.retries++ }
+func (m *countingBudgetMetrics) IncRefused()  { m.refused++ }
 
 func TestJitterBounds(t *testing.T) {
 	const d = time.Second

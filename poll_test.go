@@ -218,6 +218,34 @@ func TestPollUntilContextTimeoutEdges(t *testing.T) {
 		assert.Equal(t, context.Canceled, err)
 		assert.Equal(t, context.Canceled, p.ctxs[0].Err())
 	})
+	t.Run("the condition's context, asked for Done only after the call, is done", func(t *testing.T) {
+		parent, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var got context.Context
+		err := backoff.PollUntilContextTimeout(parent, time.Second, time.Hour, true, func(ctx context.Context) (bool, error) {
+			got = ctx
+			return true, nil
+		}, backoff.WithClock(newHandshakeClock()))
+		require.NoError(t, err)
+		select {
+		case <-got.Done():
+		default:
+			t.Fatal("the released context's Done is not closed")
+		}
+		assert.Equal(t, context.Canceled, got.Err())
+	})
+	t.Run("the condition's context ends with the parent without a wait", func(t *testing.T) {
+		parent, cancel := context.WithCancelCause(context.Background())
+		cause := errors.New("shutting down")
+		var errs []error
+		_ = backoff.PollUntilContextTimeout(parent, time.Second, time.Hour, true, func(ctx context.Context) (bool, error) {
+			errs = append(errs, ctx.Err())
+			cancel(cause)
+			errs = append(errs, ctx.Err(), context.Cause(ctx))
+			return true, nil
+		}, backoff.WithClock(newHandshakeClock()))
+		assert.Equal(t, []error{nil, context.Canceled, context.Canceled}, errs)
+	})
 	t.Run("the parent's earlier deadline is reported", func(t *testing.T) {
 		hc := newHandshakeClock()
 		early := hc.start.Add(time.Second)

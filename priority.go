@@ -45,7 +45,7 @@ type priorityConfig struct {
 // another item type panics.
 func WithFairness[T comparable](key func(T) string) Option {
 	mustNotBeNil("WithFairness", "key", key == nil)
-	return func(c *config) { c.queue.priority.fairKey = key }
+	return valueOption(optionFairness, key)
 }
 
 // WithMaxReadyWait bounds starvation across priorities: a ready item that
@@ -58,7 +58,7 @@ func WithFairness[T comparable](key func(T) string) Option {
 // WithMaxReadyWait panics if d is negative.
 func WithMaxReadyWait(d time.Duration) Option {
 	mustNotBeNegative("WithMaxReadyWait", "d", d)
-	return func(c *config) { c.queue.priority.maxReadyWait = d }
+	return durationOption(optionMaxReadyWait, d)
 }
 
 // initPriorities reads the options about priorities.

@@ -53,7 +53,7 @@ type limiterConfig struct {
 // WithRequeueJitter panics if maxFactor is negative, NaN or infinite.
 func WithRequeueJitter(maxFactor float64) Option {
 	mustBeFactor("WithRequeueJitter", "maxFactor", maxFactor)
-	return func(c *config) { c.limiter.jitter = maxFactor }
+	return Option{kind: optionRequeueJitter, n: int64(math.Float64bits(maxFactor))}
 }
 
 // WithMaxTrackedItems bounds how many items the per-item limiters
@@ -82,7 +82,7 @@ func WithMaxTrackedItems(n int) Option {
 	if n < 0 {
 		badArgument("WithMaxTrackedItems", "n must not be negative", n)
 	}
-	return func(c *config) { c.limiter.maxTracked = n }
+	return countOption(optionMaxTrackedItems, n)
 }
 
 // The numbers of [DefaultControllerRateLimiter], which are client-go's: a

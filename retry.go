@@ -107,7 +107,7 @@ func (e *RetryError) Unwrap() []error {
 // makes it panic.
 func WithMaxElapsedTime(d time.Duration) Option {
 	mustNotBeNegative("WithMaxElapsedTime", "d", d)
-	return func(c *config) { c.retry.maxElapsed = d }
+	return durationOption(optionMaxElapsedTime, d)
 }
 
 // WithNotify makes [Retry] call notify after every failed attempt that it is
@@ -124,7 +124,7 @@ func WithNotify(notify func(attempt int, err error, next time.Duration)) Option 
 	if notify == nil {
 		badArgument("WithNotify", "notify must not be nil", notify)
 	}
-	return func(c *config) { c.retry.notify = notify }
+	return valueOption(optionNotify, notify)
 }
 
 // WithRetryable makes [Retry] retry only the errors for which retryable
@@ -136,7 +136,7 @@ func WithRetryable(retryable func(error) bool) Option {
 	if retryable == nil {
 		badArgument("WithRetryable", "retryable must not be nil", retryable)
 	}
-	return func(c *config) { c.retry.retryable = retryable }
+	return valueOption(optionRetryable, retryable)
 }
 
 // Retry calls fn until it succeeds, waiting between attempts as s says, and
@@ -406,7 +406,7 @@ func WithJitterKind(k JitterKind) Option {
 	if k < 0 || k >= numJitterKinds {
 		badArgument("WithJitterKind", "k must be one of the JitterKind constants", k)
 	}
-	return func(c *config) { c.retry.jitter = k }
+	return countOption(optionJitterKind, int(k))
 }
 
 // delaySequence computes Retry's waits. Unlike Schedule.Step, reaching the

@@ -190,7 +190,7 @@ func WithRetryBudgetMetrics(m RetryBudgetMetrics) Option {
 	if m == nil {
 		badArgument("WithRetryBudgetMetrics", "metrics must not be nil", m)
 	}
-	return func(c *config) { c.budget.metrics = m }
+	return valueOption(optionRetryBudgetMetrics, m)
 }
 
 // NewRetryBudget returns a budget that allows, over the window that ends at
@@ -241,7 +241,7 @@ func WithRetryBudget(b *RetryBudget) Option {
 	if b == nil {
 		badArgument("WithRetryBudget", "budget must not be nil", b)
 	}
-	return func(c *config) { c.budget.budget = b }
+	return valueOption(optionRetryBudget, b)
 }
 
 // budgetGate asks a budget, if any, before each attempt of a retry loop that
