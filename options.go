@@ -11,13 +11,56 @@ import (
 
 // An Option configures a constructor or helper of this package. Every
 // time-dependent constructor and helper accepts options as its trailing
-// variadic parameter; an option that does not concern the function it is
-// passed to is ignored, so a caller can build one []Option (a clock, say) and
-// hand it to everything.
+// variadic parameter, so that a caller can build one []Option (a clock, say)
+// and hand it to everything. The price is that an option passed to a
+// function that does not read it is ignored: no panic, no error. The table
+// below says where each one has an effect.
 //
 // Options are applied in order; when one is given twice, the last one wins.
 // The zero Option does nothing. An Option is a small value: building one and
 // passing it allocates nothing (see BenchmarkRetryOptions).
+//
+// # Which function reads which option
+//
+//	Option                  read by
+//	WithClock               NewBackOff, NewBackOffWithJitter, NewLimiter,
+//	                        NewKeyedLimiter, NewBucketRateLimiter,
+//	                        DefaultControllerRateLimiter, NewQueue,
+//	                        NewDelayingQueue, NewRateLimitingQueue,
+//	                        NewRetryBudget, NewExponentialBackoffManager,
+//	                        NewJitteredBackoffManager, Retry, RetryValue,
+//	                        OnError, ExponentialBackoff,
+//	                        ExponentialBackoffWithContext,
+//	                        PollUntilContextCancel, PollUntilContextTimeout,
+//	                        Forever, Until, UntilWithContext, NonSlidingUntil,
+//	                        NonSlidingUntilWithContext, JitterUntil,
+//	                        JitterUntilWithContext (BackoffUntil and
+//	                        BackoffUntilWithContext wait on their manager's
+//	                        clock)
+//	WithExpiry              NewBackOff, NewBackOffWithJitter
+//	WithRequeueJitter,      NewItemExponentialFailureRateLimiter,
+//	WithMaxTrackedItems     NewItemFastSlowRateLimiter,
+//	                        DefaultControllerRateLimiter
+//	WithMaxKeys             NewKeyedLimiter
+//	WithPanicHandler        Forever, Until, UntilWithContext, NonSlidingUntil,
+//	                        NonSlidingUntilWithContext, JitterUntil,
+//	                        JitterUntilWithContext, BackoffUntil,
+//	                        BackoffUntilWithContext
+//	WithJitterKind,         Retry, RetryValue (not OnError, whose waits are
+//	WithMaxElapsedTime,     ExponentialBackoff's)
+//	WithMaxRetryAfter,
+//	WithNotify,
+//	WithRetryable
+//	WithRetryBudget         Retry, RetryValue, OnError, NewRateLimitingQueue
+//	WithRetryBudgetMetrics  NewRetryBudget
+//	WithName,               NewQueue, NewDelayingQueue, NewRateLimitingQueue (the
+//	WithLogger,             name and the logger are used by RunWorkers' logs)
+//	WithMetrics,
+//	WithFairness,
+//	WithMaxReadyWait
+//
+// [Jitter], [NewMaxOfRateLimiter], [NewWithMaxWaitRateLimiter] and
+// [RunWorkers] take no options.
 type Option struct {
 	kind optionKind
 	n    int64 // a duration, a count, a JitterKind, a float's bits or a name's length
