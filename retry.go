@@ -149,8 +149,9 @@ func WithRetryable(retryable func(error) bool) Option {
 // until it succeeds, returns a [Permanent] error, or ctx is done. A schedule
 // that would retry without bound and without waiting (s.Steps ≤ 0 and
 // s.Duration ≤ 0, the zero Schedule among them) would spin: Retry follows
-// [DefaultRetry] instead (5 attempts, 10 ms apart). See [Schedule] for what
-// the zero Schedule means to the other functions. An error
+// [DefaultRetry] instead (5 attempts, 10 ms apart). So the zero Schedule
+// means 5 attempts to Retry, but no attempt at all to [OnError] and
+// [ExponentialBackoff], which keep Kubernetes' rule (see [Schedule]). An error
 // marked with Permanent, or one that [WithRetryable]'s predicate rejects,
 // ends Retry at once and is returned as fn returned it (the Permanent mark
 // included: [IsPermanent] still reports it, and errors.Is sees through it).
