@@ -3,6 +3,7 @@ package backoff
 import (
 	"log/slog"
 	"math"
+	"reflect"
 	"time"
 	"unsafe"
 
@@ -217,4 +218,15 @@ func nameOption(k optionKind, s string) Option {
 func WithClock(c clock.WithDelayedExecution) Option {
 	mustNotBeNil("WithClock", "c", isNilValue(c))
 	return valueOption(optionClock, c)
+}
+
+// sameClock reports whether a and b are the same clock: equal values when
+// their type is comparable (clock.RealClock{}, a *FakeClock), and false
+// otherwise, rather than the panic of comparing them.
+func sameClock(a, b clock.PassiveClock) bool {
+	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
+	if ta != tb || !ta.Comparable() {
+		return false
+	}
+	return a == b
 }
