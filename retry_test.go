@@ -10,7 +10,6 @@ import (
 	"io"
 	"k8s.io/utils/clock"
 	testclock "k8s.io/utils/clock/testing"
-	testingclock "k8s.io/utils/clock/testing"
 	"math"
 	"testing"
 	"time"
@@ -590,7 +589,7 @@ func TestRetryRejectsSchedulesOfCenturies(t *testing.T) {
 // TestRetryAcceptsJitterUpToMaxRetryJitter: MaxRetryJitter itself is a
 // Jitter Retry accepts; only a larger one panics.
 func TestRetryAcceptsJitterUpToMaxRetryJitter(t *testing.T) {
-	fc := testingclock.NewFakeClock(epoch)
+	fc := testclock.NewFakeClock(epoch)
 	s := backoff.Schedule{Duration: 1, Jitter: backoff.MaxRetryJitter, Steps: 1}
 	require.NotPanics(t, func() {
 		assert.NoError(t, backoff.Retry(context.Background(), s,
