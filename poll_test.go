@@ -363,3 +363,24 @@ func BenchmarkPollOptions(b *testing.B) {
 		})
 	}
 }
+
+// TestPollOptionsDoNotAllocate: PollUntilContextCancel with options
+// allocates nothing; PollUntilContextTimeout allocates its timeout's context
+// and the clock's timer for it (4 allocations on the real clock: see
+// withClockTimeout), and nothing for the options.
+func TestPollOptionsDoNotAllocate(t *testing.T) {
+	ctx := context.Background()
+	var clk clock.WithDelayedExecution = clock.RealClock{}
+	met := func(context.Context) (bool, error) { return true, nil }
+	assert.Zero(t, testing.AllocsPerRun(100, func() {
+		_ = backoff.PollUntilContextCancel(ctx, time.Second, true, met, backoff.WithClock(clk), backoff.WithName("ignored"))
+	}))
+	without := testing.AllocsPerRun(100, func() {
+		_ = backoff.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, met)
+	})
+	with := testing.AllocsPerRun(100, func() {
+		_ = backoff.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, met, backoff.WithClock(clk), backoff.WithName("ignored"))
+	})
+	assert.Equal(t, without, with, "options add no allocation")
+	assert.LessOrEqual(t, with, 4.0)
+}

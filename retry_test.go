@@ -898,3 +898,38 @@ func BenchmarkRetryOptions(b *testing.B) {
 		})
 	})
 }
+
+// TestPerCallHelpersWithOptionsDoNotAllocate: passing options to Retry,
+// RetryValue, OnError and ExponentialBackoff allocates nothing, nor do the
+// options themselves (BenchmarkRetryOptions measures the same calls).
+func TestPerCallHelpersWithOptionsDoNotAllocate(t *testing.T) {
+	ctx := context.Background()
+	s := backoff.Schedule{Duration: time.Millisecond, Factor: 2, Steps: 5}
+	var clk clock.WithDelayedExecution = clock.RealClock{}
+	budget := backoff.NewRetryBudget(0.1, 1e12, 100*time.Millisecond)
+	notify := func(int, error, time.Duration) {}
+	for _, c := range []struct {
+		name string
+		call func()
+	}{
+		{"Retry", func() {
+			_ = backoff.Retry(ctx, s, func(context.Context) error { return nil }, backoff.WithClock(clk),
+				backoff.WithMaxElapsedTime(time.Hour), backoff.WithNotify(notify), backoff.WithRetryBudget(budget))
+		}},
+		{"RetryValue", func() {
+			_, _ = backoff.RetryValue(ctx, s, func(context.Context) (int, error) { return 1, nil }, backoff.WithClock(clk),
+				backoff.WithJitterKind(backoff.FullJitter), backoff.WithMaxRetryAfter(time.Second))
+		}},
+		{"OnError", func() {
+			_ = backoff.OnError(s, nil, func() error { return nil }, backoff.WithClock(clk), backoff.WithRetryBudget(budget))
+		}},
+		{"ExponentialBackoff", func() {
+			_ = backoff.ExponentialBackoff(s, func() (bool, error) { return true, nil }, backoff.WithClock(clk),
+				backoff.WithName("ignored"))
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Zero(t, testing.AllocsPerRun(100, c.call))
+		})
+	}
+}

@@ -753,3 +753,20 @@ func BenchmarkLoopOptions(b *testing.B) {
 		})
 	}
 }
+
+// TestLoopHelpersWithOptionsDoNotAllocate: a loop helper's options and its
+// own pacing allocate nothing; what a call allocates is the clock's timer
+// (none here: a clock whose one timer is reused).
+func TestLoopHelpersWithOptionsDoNotAllocate(t *testing.T) {
+	clk := newReusedTimerClock()
+	ctx := &onceContext{Context: context.Background()}
+	f := func(context.Context) { ctx.ran = true }
+	onPanic := func(any) {}
+	allocs := testing.AllocsPerRun(100, func() {
+		ctx.ran = false
+		backoff.JitterUntilWithContext(ctx, f, time.Second, 0.1, true, backoff.WithClock(clk), backoff.WithPanicHandler(onPanic))
+		backoff.Until(func() {}, time.Second, closedChannel, backoff.WithClock(clk), backoff.WithPanicHandler(onPanic))
+	})
+	assert.Zero(t, allocs)
+	assert.True(t, ctx.ran, "f ran")
+}
