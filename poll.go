@@ -166,14 +166,16 @@ func (c *clockTimeoutContext) Done() <-chan struct{} {
 	}
 	c.done = make(chan struct{})
 	done := c.done
-	watch := c.err == nil && c.parent.Done() != nil
+	watch := c.err == nil
 	if c.err != nil {
 		close(c.done)
 	}
 	c.mu.Unlock()
-	if watch {
-		// Registered without the lock: a parent of another package may run
-		// the callback at once, on this goroutine.
+	if watch && c.parent.Done() != nil {
+		// The parent is asked, and the callback registered, without the
+		// lock: a parent of another package may run the callback at once,
+		// on this goroutine, or hold a lock of its own that the callback
+		// waits behind.
 		stop := context.AfterFunc(c.parent, func() { c.end(c.parent.Err()) })
 		c.mu.Lock()
 		ended := c.err != nil
@@ -188,14 +190,22 @@ func (c *clockTimeoutContext) Done() <-chan struct{} {
 	return done
 }
 
+// Err asks the parent itself, without the lock (see Done), rather than wait
+// for the parent's callback, which Done registers only when it is needed.
 func (c *clockTimeoutContext) Err() error {
+	if err := c.ended(); err != nil {
+		return err
+	}
+	if err := c.parent.Err(); err != nil {
+		c.end(err)
+	}
+	return c.ended()
+}
+
+// ended returns the error the context ended with, or nil.
+func (c *clockTimeoutContext) ended() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.err == nil {
-		if err := c.parent.Err(); err != nil {
-			c.endLocked(err)
-		}
-	}
 	return c.err
 }
 
