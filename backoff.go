@@ -115,7 +115,7 @@ func WithExpiry(expired func(eventTime, lastUpdate time.Time, maxDelay time.Dura
 	if expired == nil {
 		badArgument("WithExpiry", "expired must not be nil", nil)
 	}
-	return func(c *config) { c.backoff.expiry = expired }
+	return valueOption(optionExpiry, expired)
 }
 
 // NewBackOff returns a [Backoff] whose delays start at initial and double at

@@ -1,10 +1,20 @@
 package backoff
 
 import (
+	"flag"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io"
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
+	"log/slog"
 	"math"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -102,8 +112,8 @@ func TestNewConfig(t *testing.T) {
 	start := time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
 	fc := testingclock.NewFakeClock(start)
 	other := testingclock.NewFakeClock(start)
-	c := newConfig([]Option{WithClock(other), nil, WithClock(fc)})
-	assert.Same(t, fc, c.clock, "nil options are skipped and the last option wins")
+	c := newConfig([]Option{WithClock(other), {}, WithClock(fc)})
+	assert.Same(t, fc, c.clock, "zero options are skipped and the last option wins")
 
 	assert.PanicsWithValue(t, "backoff: WithClock: c must not be nil, got <nil>", func() { WithClock(nil) })
 	// A typed nil passes c == nil and used to crash on first use.
@@ -115,6 +125,61 @@ func TestNewConfigWithoutOptionsDoesNotAllocate(t *testing.T) {
 	allocs := testing.AllocsPerRun(100, func() { _ = newConfig(nil) })
 	assert.Zero(t, allocs)
 }
+
+func TestNewConfigAppliesEveryOption(t *testing.T) {
+	fc := testingclock.NewFakeClock(time.Unix(0, 0))
+	expiry := func(time.Time, time.Time, time.Duration) bool { return true }
+	onPanic := func(any) {}
+	notify := func(int, error, time.Duration) {}
+	retryable := func(error) bool { return false }
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	metrics := NopQueueMetrics{}
+	fairKey := func(string) string { return "" }
+	budget := NewRetryBudget(0.1, 1, time.Second, WithClock(fc))
+	budgetMetrics := &countingBudgetMetrics{}
+	name := strings.Repeat("q", 3)
+	c := newConfig([]Option{
+		WithClock(fc), WithExpiry(expiry), WithRequeueJitter(0.25), WithMaxTrackedItems(7), WithMaxKeys(9),
+		WithPanicHandler(onPanic), WithMaxElapsedTime(time.Minute), WithNotify(notify), WithRetryable(retryable),
+		WithJitterKind(EqualJitter), WithMaxRetryAfter(0), WithName(name), WithLogger(logger), WithMetrics(metrics),
+		WithFairness(fairKey), WithMaxReadyWait(time.Hour), WithRetryBudget(budget), WithRetryBudgetMetrics(budgetMetrics),
+	})
+	assert.Same(t, fc, c.clock)
+	assert.NotNil(t, c.backoff.expiry)
+	assert.Equal(t, limiterConfig{jitter: 0.25, maxTracked: 7, maxKeys: 9}, c.limiter)
+	assert.NotNil(t, c.loop.onPanic)
+	assert.Equal(t, time.Minute, c.retry.maxElapsed)
+	assert.NotNil(t, c.retry.notify)
+	assert.False(t, c.retry.retryable(nil))
+	assert.Equal(t, EqualJitter, c.retry.jitter)
+	assert.True(t, c.retry.ignoreHints, "WithMaxRetryAfter(0) ignores hints")
+	assert.Equal(t, "qqq", c.queue.name)
+	assert.Same(t, logger, c.queue.logger)
+	assert.Equal(t, metrics, c.queue.metrics)
+	assert.NotNil(t, c.queue.priority.fairKey)
+	assert.Equal(t, time.Hour, c.queue.priority.maxReadyWait)
+	assert.Same(t, budget, c.budget.budget)
+	assert.Same(t, budgetMetrics, c.budget.metrics)
+
+	c = newConfig([]Option{WithMaxRetryAfter(time.Second)})
+	assert.Equal(t, time.Second, c.retry.maxRetryAfter)
+	assert.False(t, c.retry.ignoreHints)
+}
+
+func TestNewConfigWithOptionsDoesNotAllocate(t *testing.T) {
+	fc := testingclock.NewFakeClock(time.Unix(0, 0))
+	notify := func(int, error, time.Duration) {}
+	allocs := testing.AllocsPerRun(100, func() {
+		_ = newConfig([]Option{WithClock(fc), WithMaxElapsedTime(time.Second), WithNotify(notify), WithName("q")})
+	})
+	assert.Zero(t, allocs)
+}
+
+type countingBudgetMetrics struct{ requests, retries, refused int }
+
+func (m *countingBudgetMetrics) IncRequests() { m.requests++ }
+func (m *countingBudgetMetrics) IncRetries()  { m.retries++ }
+func (m *countingBudgetMetrics) IncRefused()  { m.refused++ }
 
 func TestJitterBounds(t *testing.T) {
 	const d = time.Second
@@ -147,4 +212,185 @@ func BenchmarkJitter(b *testing.B) {
 	for range b.N {
 		_ = Jitter(time.Second, 0.1)
 	}
+}
+
+// optionTable says which constructors and helpers read each option: the one
+// table of the package's options. Option's doc comment shows it, and
+// TestOptionTable keeps the two equal and fails for an option or a function
+// taking options that the table leaves out. After changing it, rewrite the
+// doc with
+//
+//	go test -run TestOptionTable -update-option-table
+var optionTable = []struct {
+	options []string
+	readers []string
+	note    string
+}{
+	{[]string{"WithClock"}, []string{
+		"NewBackOff", "NewBackOffWithJitter", "NewLimiter", "NewKeyedLimiter", "NewBucketRateLimiter",
+		"DefaultControllerRateLimiter", "NewQueue", "NewDelayingQueue", "NewRateLimitingQueue", "NewRetryBudget",
+		"NewExponentialBackoffManager", "NewJitteredBackoffManager", "Retry", "RetryValue", "OnError",
+		"ExponentialBackoff", "ExponentialBackoffWithContext", "PollUntilContextCancel", "PollUntilContextTimeout",
+		"Forever", "Until", "UntilWithContext", "NonSlidingUntil", "NonSlidingUntilWithContext", "JitterUntil",
+		"JitterUntilWithContext",
+	}, "BackoffUntil and BackoffUntilWithContext wait on their manager's clock"},
+	{[]string{"WithExpiry"}, []string{"NewBackOff", "NewBackOffWithJitter"}, ""},
+	{[]string{"WithRequeueJitter", "WithMaxTrackedItems"}, []string{
+		"NewItemExponentialFailureRateLimiter", "NewItemFastSlowRateLimiter", "DefaultControllerRateLimiter",
+	}, ""},
+	{[]string{"WithMaxKeys"}, []string{"NewKeyedLimiter"}, ""},
+	{[]string{"WithPanicHandler"}, []string{
+		"Forever", "Until", "UntilWithContext", "NonSlidingUntil", "NonSlidingUntilWithContext", "JitterUntil",
+		"JitterUntilWithContext", "BackoffUntil", "BackoffUntilWithContext",
+	}, ""},
+	{[]string{"WithJitterKind", "WithMaxElapsedTime", "WithMaxRetryAfter", "WithNotify", "WithRetryable"},
+		[]string{"Retry", "RetryValue"}, "not OnError, whose waits are ExponentialBackoff's"},
+	{[]string{"WithRetryBudget"}, []string{"Retry", "RetryValue", "OnError", "NewRateLimitingQueue"}, ""},
+	{[]string{"WithRetryBudgetMetrics"}, []string{"NewRetryBudget"}, ""},
+	{[]string{"WithName", "WithLogger", "WithMetrics", "WithFairness", "WithMaxReadyWait"},
+		[]string{"NewQueue", "NewDelayingQueue", "NewRateLimitingQueue"},
+		"the name and the logger are used by RunWorkers' logs"},
+}
+
+var updateOptionTable = flag.Bool("update-option-table", false, "rewrite Option's doc comment from optionTable")
+
+// renderOptionTable returns the table as Option's doc comment shows it,
+// one line of source per element.
+func renderOptionTable() []string {
+	const left, width = 24, 77
+	lines := []string{"//\tOption" + strings.Repeat(" ", left-len("Option")) + "read by"}
+	for _, row := range optionTable {
+		words := make([]string, 0, len(row.readers)+1)
+		for i, r := range row.readers {
+			if i < len(row.readers)-1 {
+				r += ","
+			}
+			words = append(words, r)
+		}
+		if row.note != "" {
+			words = append(words, strings.Fields("("+row.note+")")...)
+		}
+		var right []string
+		line := ""
+		for _, w := range words {
+			if line != "" && left+len(line)+1+len(w) > width {
+				right = append(right, line)
+				line = ""
+			}
+			if line != "" {
+				line += " "
+			}
+			line += w
+		}
+		right = append(right, line)
+		for i := 0; i < max(len(row.options), len(right)); i++ {
+			l, r := "", ""
+			if i < len(row.options) {
+				l = row.options[i]
+				if i < len(row.options)-1 {
+					l += ","
+				}
+			}
+			if i < len(right) {
+				r = right[i]
+			}
+			lines = append(lines, strings.TrimRight("//\t"+l+strings.Repeat(" ", left-len(l))+r, " "))
+		}
+	}
+	return lines
+}
+
+// TestOptionTable checks optionTable against the code and against Option's
+// doc comment: every exported function that returns an Option has a row,
+// every exported function or method that takes options is a reader of at
+// least WithClock's row or of another, every reader takes options, and the
+// doc comment shows the table as renderOptionTable renders it.
+func TestOptionTable(t *testing.T) {
+	fset := token.NewFileSet()
+	names, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	withs := map[string]bool{}  // exported functions returning Option
+	takers := map[string]bool{} // exported functions taking ...Option
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		require.NoError(t, err)
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || !fn.Name.IsExported() || fn.Recv != nil {
+				continue
+			}
+			if r := fn.Type.Results; r != nil && len(r.List) == 1 && isIdent(r.List[0].Type, "Option") {
+				withs[fn.Name.Name] = true
+			}
+			if p := fn.Type.Params.List; len(p) > 0 {
+				if e, ok := p[len(p)-1].Type.(*ast.Ellipsis); ok && isIdent(e.Elt, "Option") {
+					takers[fn.Name.Name] = true
+				}
+			}
+		}
+	}
+	require.NotEmpty(t, withs)
+	documented := map[string]bool{}
+	read := map[string]bool{}
+	for _, row := range optionTable {
+		for _, o := range row.options {
+			assert.True(t, withs[o], "%s is in the table but is not an exported function returning Option", o)
+			assert.False(t, documented[o], "%s has two rows", o)
+			documented[o] = true
+		}
+		for _, r := range row.readers {
+			assert.True(t, takers[r], "%s is listed as reading %v but takes no options", r, row.options)
+			read[r] = true
+		}
+	}
+	for w := range withs {
+		assert.True(t, documented[w], "%s is an option, but the table does not say who reads it", w)
+	}
+	for f := range takers {
+		assert.True(t, read[f], "%s takes options, but the table lists it as reading none", f)
+	}
+
+	src, err := os.ReadFile("options.go")
+	require.NoError(t, err)
+	table := renderOptionTable()
+	start, end := optionTableLines(string(src))
+	lines := strings.Split(string(src), "\n")
+	if start < 0 {
+		t.Fatal("options.go has no option table in Option's doc comment (a line starting with //\\tOption)")
+	}
+	got := strings.Join(lines[start:end], "\n")
+	want := strings.Join(table, "\n")
+	if got == want {
+		return
+	}
+	if *updateOptionTable {
+		out := strings.Join(append(append(append([]string{}, lines[:start]...), table...), lines[end:]...), "\n")
+		require.NoError(t, os.WriteFile("options.go", []byte(out), 0o644))
+		return
+	}
+	t.Errorf("Option's doc comment does not show optionTable; run go test -run TestOptionTable -update-option-table\ngot:\n%s\nwant:\n%s", got, want)
+}
+
+// optionTableLines returns the lines [start, end) of the option table in
+// src, or -1, -1.
+func optionTableLines(src string) (int, int) {
+	lines := strings.Split(src, "\n")
+	for i, l := range lines {
+		if l == "//\tOption" || strings.HasPrefix(l, "//\tOption ") {
+			j := i + 1
+			for j < len(lines) && strings.HasPrefix(lines[j], "//\t") {
+				j++
+			}
+			return i, j
+		}
+	}
+	return -1, -1
+}
+
+func isIdent(e ast.Expr, name string) bool {
+	id, ok := e.(*ast.Ident)
+	return ok && id.Name == name
 }

@@ -156,7 +156,7 @@ func NewKeyedLimiter[K comparable](r float64, burst int, opts ...Option) *KeyedL
 // [KeyedLimiter]) holds in any case, with the same behaviour. Other
 // constructors ignore it.
 func WithMaxKeys(n int) Option {
-	return func(c *config) { c.limiter.maxKeys = max(n, 0) }
+	return countOption(optionMaxKeys, max(n, 0))
 }
 
 func (k *KeyedLimiter[K]) now() time.Duration {

@@ -77,7 +77,7 @@ func (NopQueueMetrics) TrackProcessing(func() (time.Duration, time.Duration)) {}
 // WithMetrics panics if m is nil.
 func WithMetrics(m QueueMetrics) Option {
 	mustNotBeNil("WithMetrics", "m", isNilValue(m))
-	return func(c *config) { c.queue.metrics = m }
+	return valueOption(optionMetrics, m)
 }
 
 // PriorityDepthMetrics is implemented by a [QueueMetrics] that also wants

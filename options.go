@@ -1,18 +1,97 @@
 package backoff
 
 import (
+	"log/slog"
+	"math"
+	"reflect"
+	"time"
+	"unsafe"
+
 	"k8s.io/utils/clock"
 )
 
 // An Option configures a constructor or helper of this package. Every
 // time-dependent constructor and helper accepts options as its trailing
-// variadic parameter; an option that does not concern the function it is
-// passed to is ignored, so a caller can build one []Option (a clock, say) and
-// hand it to everything.
+// variadic parameter, so that a caller can build one []Option (a clock, say)
+// and hand it to everything. The price is that an option passed to a
+// function that does not read it is ignored: no panic, no error. The table
+// below says where each one has an effect.
 //
 // Options are applied in order; when one is given twice, the last one wins.
-// A nil Option is ignored.
-type Option func(*config)
+// The zero Option does nothing. An Option is a small value: building one and
+// passing it allocates nothing (see BenchmarkRetryOptions).
+//
+// # Which function reads which option
+//
+//	Option                  read by
+//	WithClock               NewBackOff, NewBackOffWithJitter, NewLimiter,
+//	                        NewKeyedLimiter, NewBucketRateLimiter,
+//	                        DefaultControllerRateLimiter, NewQueue,
+//	                        NewDelayingQueue, NewRateLimitingQueue,
+//	                        NewRetryBudget, NewExponentialBackoffManager,
+//	                        NewJitteredBackoffManager, Retry, RetryValue,
+//	                        OnError, ExponentialBackoff,
+//	                        ExponentialBackoffWithContext,
+//	                        PollUntilContextCancel, PollUntilContextTimeout,
+//	                        Forever, Until, UntilWithContext, NonSlidingUntil,
+//	                        NonSlidingUntilWithContext, JitterUntil,
+//	                        JitterUntilWithContext (BackoffUntil and
+//	                        BackoffUntilWithContext wait on their manager's
+//	                        clock)
+//	WithExpiry              NewBackOff, NewBackOffWithJitter
+//	WithRequeueJitter,      NewItemExponentialFailureRateLimiter,
+//	WithMaxTrackedItems     NewItemFastSlowRateLimiter,
+//	                        DefaultControllerRateLimiter
+//	WithMaxKeys             NewKeyedLimiter
+//	WithPanicHandler        Forever, Until, UntilWithContext, NonSlidingUntil,
+//	                        NonSlidingUntilWithContext, JitterUntil,
+//	                        JitterUntilWithContext, BackoffUntil,
+//	                        BackoffUntilWithContext
+//	WithJitterKind,         Retry, RetryValue (not OnError, whose waits are
+//	WithMaxElapsedTime,     ExponentialBackoff's)
+//	WithMaxRetryAfter,
+//	WithNotify,
+//	WithRetryable
+//	WithRetryBudget         Retry, RetryValue, OnError, NewRateLimitingQueue
+//	WithRetryBudgetMetrics  NewRetryBudget
+//	WithName,               NewQueue, NewDelayingQueue, NewRateLimitingQueue (the
+//	WithLogger,             name and the logger are used by RunWorkers' logs)
+//	WithMetrics,
+//	WithFairness,
+//	WithMaxReadyWait
+//
+// [Jitter], [NewMaxOfRateLimiter], [NewWithMaxWaitRateLimiter] and
+// [RunWorkers] take no options.
+type Option struct {
+	kind optionKind
+	n    int64 // a duration, a count, a JitterKind, a float's bits or a name's length
+	v    any   // a clock, a function, a pointer, an interface value or a name's bytes
+}
+
+// optionKind says which setting an Option carries.
+type optionKind uint8
+
+const (
+	optionNone optionKind = iota // the zero Option
+	optionClock
+	optionExpiry
+	optionRequeueJitter
+	optionMaxTrackedItems
+	optionMaxKeys
+	optionPanicHandler
+	optionMaxElapsedTime
+	optionNotify
+	optionRetryable
+	optionJitterKind
+	optionMaxRetryAfter
+	optionName
+	optionLogger
+	optionMetrics
+	optionFairness
+	optionMaxReadyWait
+	optionRetryBudget
+	optionRetryBudgetMetrics
+)
 
 // config holds every setting an Option can change. Each part of the package
 // reads only its own group, defined next to the code that reads it, so that a
@@ -28,22 +107,73 @@ type config struct {
 	budget  budgetConfig  // read by RetryBudget, Retry and RateLimitingQueue (retrybudget.go)
 }
 
-// newConfig applies opts over the defaults.
+// newConfig applies opts over the defaults. It is the one place that turns
+// options into settings: the With* constructors only validate their argument
+// and record it.
 //
-// Calling an Option makes the config escape to the heap, so the common call
-// with no options returns early: Retry, Until and the other per-call helpers
-// then allocate nothing for their configuration.
+// It builds the config by value, with no pointer to it leaving this frame
+// and no call through a function value, so that the config of Retry, Until
+// and the other per-call helpers stays on their stack, whatever options they
+// are given. The type assertions cannot fail: each kind is built by one
+// constructor, with one type of value.
 func newConfig(opts []Option) config {
-	if len(opts) == 0 {
-		return config{clock: clock.RealClock{}}
-	}
-	c := &config{clock: clock.RealClock{}}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(c)
+	c := config{clock: clock.RealClock{}}
+	for i := range opts {
+		o := &opts[i]
+		switch o.kind {
+		case optionClock:
+			c.clock, _ = o.v.(clock.WithDelayedExecution)
+		case optionExpiry:
+			c.backoff.expiry, _ = o.v.(func(eventTime, lastUpdate time.Time, maxDelay time.Duration) bool)
+		case optionRequeueJitter:
+			c.limiter.jitter = math.Float64frombits(uint64(o.n))
+		case optionMaxTrackedItems:
+			c.limiter.maxTracked = int(o.n)
+		case optionMaxKeys:
+			c.limiter.maxKeys = int(o.n)
+		case optionPanicHandler:
+			c.loop.onPanic, _ = o.v.(func(any))
+		case optionMaxElapsedTime:
+			c.retry.maxElapsed = time.Duration(o.n)
+		case optionNotify:
+			c.retry.notify, _ = o.v.(func(int, error, time.Duration))
+		case optionRetryable:
+			c.retry.retryable, _ = o.v.(func(error) bool)
+		case optionJitterKind:
+			c.retry.jitter = JitterKind(o.n)
+		case optionMaxRetryAfter:
+			c.retry.maxRetryAfter = time.Duration(o.n)
+			c.retry.ignoreHints = o.n == 0
+		case optionName:
+			p, _ := o.v.(*byte)
+			c.queue.name = unsafe.String(p, int(o.n))
+		case optionLogger:
+			c.queue.logger, _ = o.v.(*slog.Logger)
+		case optionMetrics:
+			c.queue.metrics, _ = o.v.(QueueMetrics)
+		case optionFairness:
+			c.queue.priority.fairKey = o.v
+		case optionMaxReadyWait:
+			c.queue.priority.maxReadyWait = time.Duration(o.n)
+		case optionRetryBudget:
+			c.budget.budget, _ = o.v.(*RetryBudget)
+		case optionRetryBudgetMetrics:
+			c.budget.metrics, _ = o.v.(RetryBudgetMetrics)
 		}
 	}
-	return *c
+	return c
+}
+
+// durationOption, countOption and valueOption build the Options that carry
+// a number or a value.
+func durationOption(k optionKind, d time.Duration) Option { return Option{kind: k, n: int64(d)} }
+func countOption(k optionKind, n int) Option              { return Option{kind: k, n: int64(n)} }
+func valueOption(k optionKind, v any) Option              { return Option{kind: k, v: v} }
+
+// nameOption carries a string without the allocation that storing it in an
+// interface would make: its bytes' address, and its length.
+func nameOption(k optionKind, s string) Option {
+	return Option{kind: k, n: int64(len(s)), v: unsafe.StringData(s)}
 }
 
 // WithClock makes the constructor or helper read time, and wait, through c
@@ -87,5 +217,16 @@ func newConfig(opts []Option) config {
 // *testing.FakeClock, which would otherwise crash on first use.
 func WithClock(c clock.WithDelayedExecution) Option {
 	mustNotBeNil("WithClock", "c", isNilValue(c))
-	return func(cfg *config) { cfg.clock = c }
+	return valueOption(optionClock, c)
+}
+
+// sameClock reports whether a and b are the same clock: equal values when
+// their type is comparable (clock.RealClock{}, a *FakeClock), and false
+// otherwise, rather than the panic of comparing them.
+func sameClock(a, b clock.PassiveClock) bool {
+	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
+	if ta != tb || !ta.Comparable() {
+		return false
+	}
+	return a == b
 }

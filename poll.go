@@ -63,8 +63,8 @@ func PollUntilContextTimeout(ctx context.Context, interval, timeout time.Duratio
 	mustNotBeNil("PollUntilContextTimeout", "ctx", ctx == nil)
 	mustNotBeNil("PollUntilContextTimeout", "condition", condition == nil)
 	clk := newConfig(opts).clock
-	tctx, stop := withClockTimeout(ctx, clk, timeout)
-	defer stop()
+	tctx := withClockTimeout(ctx, clk, timeout)
+	defer tctx.release()
 	return poll(tctx, clk, interval, immediate, condition)
 }
 
@@ -110,53 +110,100 @@ func nextTick(start, at time.Time, interval time.Duration) time.Time {
 }
 
 // withClockTimeout returns a context derived from parent that also ends, with
-// context.DeadlineExceeded, when timeout has passed on clk, and a function
-// that releases it (after which its Err is context.Canceled, as after a
-// context.WithTimeout's cancel). It is context.WithTimeout on an injected
+// context.DeadlineExceeded, when timeout has passed on clk. The caller
+// releases it with release, after which its Err is context.Canceled, as after
+// a context.WithTimeout's cancel. It is context.WithTimeout on an injected
 // clock.
-func withClockTimeout(parent context.Context, clk clock.WithDelayedExecution, timeout time.Duration) (context.Context, func()) {
-	c := &clockTimeoutContext{
-		parent:   parent,
-		values:   context.WithoutCancel(parent),
-		deadline: clk.Now().Add(max(timeout, 0)),
-		done:     make(chan struct{}),
-	}
+//
+// What it allocates is what PollUntilContextTimeout costs beyond
+// PollUntilContextCancel (see BenchmarkPollOptions): the context itself, and
+// the clock's timer for the timeout with its callback, which is on the real
+// clock time.AfterFunc's timer and clock.RealClock's wrapper around it. The
+// timer is registered at once, so that the timeout is a waiter of the clock
+// for the whole call, as PollUntilContextTimeout's doc promises. The rest is
+// made only when used: the Done channel and the callback that ends the
+// context with its parent, on the first call of Done; Err asks the parent
+// itself. A condition that is met before the poll waits, and never calls
+// Done, costs neither.
+func withClockTimeout(parent context.Context, clk clock.WithDelayedExecution, timeout time.Duration) *clockTimeoutContext {
+	c := &clockTimeoutContext{parent: parent, deadline: clk.Now().Add(max(timeout, 0))}
 	if timeout <= 0 {
 		c.end(context.DeadlineExceeded)
-		return c, func() {}
+		return c
 	}
-	// Both callbacks only close a channel: the clock's may run inside a
-	// FakeClock's Step, with the clock's lock held, so it must not call the
-	// clock.
-	stopParent := context.AfterFunc(parent, func() { c.end(parent.Err()) })
-	timer := clk.AfterFunc(timeout, func() { c.end(context.DeadlineExceeded) })
-	return c, func() {
-		stopParent()
-		timer.Stop()
-		c.end(context.Canceled)
-	}
+	// The callback only closes a channel: it may run inside a FakeClock's
+	// Step, with the clock's lock held, so it must not call the clock.
+	c.timer = clk.AfterFunc(timeout, c.expire)
+	return c
 }
 
 // clockTimeoutContext is the context of withClockTimeout: its parent's
 // values, and a Done channel closed at the first of the parent's end, the
 // timeout, and release. It is safe for concurrent use.
 type clockTimeoutContext struct {
-	parent context.Context
-	// values is the parent without its cancellation. Serving values from it
-	// hides the parent's own cancel state from context.Cause, which then
-	// reports this context's Err instead of the parent's (nil) cause.
-	values   context.Context
+	parent   context.Context
 	deadline time.Time
-	done     chan struct{}
+	timer    clock.Timer // the timeout's; nil when it had passed on entry
 
-	mu  sync.Mutex
-	err error // set once, when done is closed
+	mu         sync.Mutex
+	err        error         // set once, when the context ends
+	done       chan struct{} // made by the first Done; closed when err is set
+	stopParent func() bool   // stops the parent's callback that Done registered
 }
 
-func (c *clockTimeoutContext) Done() <-chan struct{} { return c.done }
-func (c *clockTimeoutContext) Value(key any) any     { return c.values.Value(key) }
+// Value serves the parent's values, but through context.WithoutCancel, which
+// hides the parent's own cancel state from context.Cause: Cause then reports
+// this context's Err instead of the parent's (nil) cause.
+func (c *clockTimeoutContext) Value(key any) any {
+	return context.WithoutCancel(c.parent).Value(key)
+}
 
+func (c *clockTimeoutContext) Done() <-chan struct{} {
+	c.mu.Lock()
+	if c.done != nil {
+		defer c.mu.Unlock()
+		return c.done
+	}
+	c.done = make(chan struct{})
+	done := c.done
+	watch := c.err == nil
+	if c.err != nil {
+		close(c.done)
+	}
+	c.mu.Unlock()
+	if watch && c.parent.Done() != nil {
+		// The parent is asked, and the callback registered, without the
+		// lock: a parent of another package may run the callback at once,
+		// on this goroutine, or hold a lock of its own that the callback
+		// waits behind.
+		stop := context.AfterFunc(c.parent, func() { c.end(c.parent.Err()) })
+		c.mu.Lock()
+		ended := c.err != nil
+		if !ended {
+			c.stopParent = stop
+		}
+		c.mu.Unlock()
+		if ended {
+			stop()
+		}
+	}
+	return done
+}
+
+// Err asks the parent itself, without the lock (see Done), rather than wait
+// for the parent's callback, which Done registers only when it is needed.
 func (c *clockTimeoutContext) Err() error {
+	if err := c.ended(); err != nil {
+		return err
+	}
+	if err := c.parent.Err(); err != nil {
+		c.end(err)
+	}
+	return c.ended()
+}
+
+// ended returns the error the context ended with, or nil.
+func (c *clockTimeoutContext) ended() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.err
@@ -169,12 +216,37 @@ func (c *clockTimeoutContext) Deadline() (time.Time, bool) {
 	return c.deadline, true
 }
 
-// end closes done with err, unless it is closed already.
+// expire ends the context at its timeout.
+func (c *clockTimeoutContext) expire() { c.end(context.DeadlineExceeded) }
+
+// release ends the context, if it has not ended, and stops its timer and the
+// parent's callback.
+func (c *clockTimeoutContext) release() {
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	c.mu.Lock()
+	c.endLocked(context.Canceled)
+	stop := c.stopParent
+	c.stopParent = nil
+	c.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
+// end ends the context with err, unless it has ended already.
 func (c *clockTimeoutContext) end(err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.endLocked(err)
+}
+
+func (c *clockTimeoutContext) endLocked(err error) {
 	if c.err == nil {
 		c.err = err
-		close(c.done)
+		if c.done != nil {
+			close(c.done)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/retrykit/backoff"
+	"k8s.io/utils/clock"
 )
 
 // pollScript is a condition that records when it is checked, takes runTime
@@ -217,6 +218,34 @@ func TestPollUntilContextTimeoutEdges(t *testing.T) {
 		assert.Equal(t, context.Canceled, err)
 		assert.Equal(t, context.Canceled, p.ctxs[0].Err())
 	})
+	t.Run("the condition's context, asked for Done only after the call, is done", func(t *testing.T) {
+		parent, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var got context.Context
+		err := backoff.PollUntilContextTimeout(parent, time.Second, time.Hour, true, func(ctx context.Context) (bool, error) {
+			got = ctx
+			return true, nil
+		}, backoff.WithClock(newHandshakeClock()))
+		require.NoError(t, err)
+		select {
+		case <-got.Done():
+		default:
+			t.Fatal("the released context's Done is not closed")
+		}
+		assert.Equal(t, context.Canceled, got.Err())
+	})
+	t.Run("the condition's context ends with the parent without a wait", func(t *testing.T) {
+		parent, cancel := context.WithCancelCause(context.Background())
+		cause := errors.New("shutting down")
+		var errs []error
+		_ = backoff.PollUntilContextTimeout(parent, time.Second, time.Hour, true, func(ctx context.Context) (bool, error) {
+			errs = append(errs, ctx.Err())
+			cancel(cause)
+			errs = append(errs, ctx.Err(), context.Cause(ctx))
+			return true, nil
+		}, backoff.WithClock(newHandshakeClock()))
+		assert.Equal(t, []error{nil, context.Canceled, context.Canceled}, errs)
+	})
 	t.Run("the parent's earlier deadline is reported", func(t *testing.T) {
 		hc := newHandshakeClock()
 		early := hc.start.Add(time.Second)
@@ -274,4 +303,84 @@ func TestPollTickAndTimeoutAtTheSameInstant(t *testing.T) {
 	hc.drive(t, done)
 	assert.Equal(t, context.DeadlineExceeded, err)
 	assert.Equal(t, []time.Duration{time.Second, 2 * time.Second}, p.at, "checked at the timeout")
+}
+
+// BenchmarkPollOptions measures whole calls of the polls whose condition is
+// met at the immediate check, with 0, 1 and 3 options, on the real clock.
+// PollUntilContextCancel allocates nothing. PollUntilContextTimeout
+// allocates what its timeout costs (see withClockTimeout in poll.go): the
+// derived context, and the clock's timer with its callback.
+func BenchmarkPollOptions(b *testing.B) {
+	ctx := context.Background()
+	var clk clock.WithDelayedExecution = clock.RealClock{}
+	met := func(context.Context) (bool, error) { return true, nil }
+	b.Run("PollUntilContextCancel", func(b *testing.B) {
+		optionCounts(b, func(b *testing.B, n int) {
+			for i := 0; i < b.N; i++ {
+				var err error
+				switch n {
+				case 0:
+					err = backoff.PollUntilContextCancel(ctx, time.Second, true, met)
+				case 1:
+					err = backoff.PollUntilContextCancel(ctx, time.Second, true, met, backoff.WithClock(clk))
+				default:
+					err = backoff.PollUntilContextCancel(ctx, time.Second, true, met, backoff.WithClock(clk),
+						backoff.WithMaxElapsedTime(time.Hour), backoff.WithName("ignored"))
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
+	cancelable, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for _, parent := range []struct {
+		name string
+		ctx  context.Context
+	}{
+		{"background", ctx},
+		{"cancelable", cancelable},
+	} {
+		b.Run("PollUntilContextTimeout/"+parent.name, func(b *testing.B) {
+			optionCounts(b, func(b *testing.B, n int) {
+				for i := 0; i < b.N; i++ {
+					var err error
+					switch n {
+					case 0:
+						err = backoff.PollUntilContextTimeout(parent.ctx, time.Second, time.Minute, true, met)
+					case 1:
+						err = backoff.PollUntilContextTimeout(parent.ctx, time.Second, time.Minute, true, met, backoff.WithClock(clk))
+					default:
+						err = backoff.PollUntilContextTimeout(parent.ctx, time.Second, time.Minute, true, met, backoff.WithClock(clk),
+							backoff.WithMaxElapsedTime(time.Hour), backoff.WithName("ignored"))
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestPollOptionsDoNotAllocate: PollUntilContextCancel with options
+// allocates nothing; PollUntilContextTimeout allocates its timeout's context
+// and the clock's timer for it (4 allocations on the real clock: see
+// withClockTimeout), and nothing for the options.
+func TestPollOptionsDoNotAllocate(t *testing.T) {
+	ctx := context.Background()
+	var clk clock.WithDelayedExecution = clock.RealClock{}
+	met := func(context.Context) (bool, error) { return true, nil }
+	assert.Zero(t, testing.AllocsPerRun(100, func() {
+		_ = backoff.PollUntilContextCancel(ctx, time.Second, true, met, backoff.WithClock(clk), backoff.WithName("ignored"))
+	}))
+	without := testing.AllocsPerRun(100, func() {
+		_ = backoff.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, met)
+	})
+	with := testing.AllocsPerRun(100, func() {
+		_ = backoff.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, met, backoff.WithClock(clk), backoff.WithName("ignored"))
+	})
+	assert.Equal(t, without, with, "options add no allocation")
+	assert.LessOrEqual(t, with, 4.0)
 }

@@ -45,7 +45,7 @@ type priorityConfig struct {
 // another item type panics.
 func WithFairness[T comparable](key func(T) string) Option {
 	mustNotBeNil("WithFairness", "key", key == nil)
-	return func(c *config) { c.queue.priority.fairKey = key }
+	return valueOption(optionFairness, key)
 }
 
 // WithMaxReadyWait bounds starvation across priorities: a ready item that
@@ -58,7 +58,7 @@ func WithFairness[T comparable](key func(T) string) Option {
 // WithMaxReadyWait panics if d is negative.
 func WithMaxReadyWait(d time.Duration) Option {
 	mustNotBeNegative("WithMaxReadyWait", "d", d)
-	return func(c *config) { c.queue.priority.maxReadyWait = d }
+	return durationOption(optionMaxReadyWait, d)
 }
 
 // initPriorities reads the options about priorities.
@@ -230,13 +230,13 @@ func (q *RateLimitingQueue[T]) AddWithOptions(o AddOptions, items ...T) {
 // [RateLimitingQueue.AddWithOptions]. A DelayingQueue has no rate limiter:
 // o.RateLimited is ignored and the items wait o.After.
 func (q *DelayingQueue[T]) AddWithOptions(o AddOptions, items ...T) {
-	q.addWithOptions(o, nil, nil, items)
+	q.addWithOptions(o, nil, budgetGate{}, items)
 }
 
-// addWithOptions is AddWithOptions; limiter and budget are nil for a
-// DelayingQueue, and budget is nil without WithRetryBudget. A rate-limited
-// add asks the budget as AddRateLimited does (see requeueDelay).
-func (q *Queue[T]) addWithOptions(o AddOptions, limiter RateLimiter[T], budget *RetryBudget, items []T) {
+// addWithOptions is AddWithOptions; limiter is nil for a DelayingQueue, and
+// budget is the zero gate for it and without WithRetryBudget. A rate-limited
+// add asks the budget as AddRateLimited does (see budgetGate.requeueDelay).
+func (q *Queue[T]) addWithOptions(o AddOptions, limiter RateLimiter[T], budget budgetGate, items []T) {
 	if len(items) == 1 && o.After <= 0 && (!o.RateLimited || limiter == nil) {
 		q.addAt(items[0], o.Priority) // the common call: one item, now
 		return
@@ -267,10 +267,7 @@ func (q *Queue[T]) addWithOptions(o AddOptions, limiter RateLimiter[T], budget *
 				q.raisePendingLocked(item, o, now)
 				continue
 			}
-			d = limiter.When(item)
-			if budget != nil {
-				d = requeueDelay(budget, limiter, d)
-			}
+			d = budget.requeueDelay(limiter, limiter.When(item))
 			if o.After > 0 {
 				d = min(d, o.After)
 			}

@@ -454,7 +454,7 @@ func (q *Queue[T]) processingTimes() (unfinished, longest time.Duration) {
 // what [RunWorkers] logs about the queue's items; the empty name (the
 // default) attaches nothing.
 func WithName(name string) Option {
-	return func(c *config) { c.queue.name = name }
+	return nameOption(optionName, name)
 }
 
 // WithLogger makes [RunWorkers] log the failures of a queue's items (handler
@@ -465,7 +465,7 @@ func WithName(name string) Option {
 // WithLogger panics if l is nil.
 func WithLogger(l *slog.Logger) Option {
 	mustNotBeNil("WithLogger", "l", l == nil)
-	return func(c *config) { c.queue.logger = l }
+	return valueOption(optionLogger, l)
 }
 
 // delays is the delaying part of a Queue: the items that wait for their

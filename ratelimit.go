@@ -26,6 +26,47 @@ type RateLimiter[T comparable] interface {
 	NumRequeues(item T) int
 }
 
+// packageLimiter is what the queues and the retry budget need to know of the
+// limiters of this package, which each states for itself: the clock it
+// reads, and the longest delay it returns. Limiters of other packages do
+// not implement it, and are taken as they are.
+type packageLimiter interface {
+	// limiterClock returns the clock the limiter reads, and false if it
+	// reads none.
+	limiterClock() (clock.PassiveClock, bool)
+	// requeueCap returns the longest delay When returns for a failing item,
+	// and false if the limiter states none. A budget's queue never delays a
+	// refused retry past it (see RateLimitingQueue.AddRateLimited).
+	requeueCap() (time.Duration, bool)
+}
+
+// A rate-limited queue and its limiter each read a clock: the queue for its
+// delays, a token bucket for its refills. Passing a FakeClock to one of them
+// only leaves the other on the real clock, and the test that follows makes
+// no sense (the bucket refills in real time while the queue's time stands
+// still). The way to pass it once is one options slice for both:
+//
+//	opts := []backoff.Option{backoff.WithClock(fc)}
+//	q := backoff.NewRateLimitingQueue(backoff.DefaultControllerRateLimiter[string](opts...), opts...)
+//
+// and NewRateLimitingQueue checks that the limiters this package built agree
+// with the queue, so that a clock passed to one only fails at construction.
+
+// mustShareClock panics if limiter is one of this package's limiters that
+// reads a clock, and that clock is not the queue's. Limiters of other
+// packages are not checked.
+func mustShareClock(where string, limiter any, queueClock clock.PassiveClock) {
+	p, ok := limiter.(packageLimiter)
+	if !ok {
+		return
+	}
+	lc, ok := p.limiterClock()
+	if !ok || sameClock(lc, queueClock) {
+		return
+	}
+	badUse(where, "the limiter reads another clock than the queue (pass the same WithClock to both, e.g. one []Option for both)")
+}
+
 // limiterConfig holds the options that the rate limiters read. Its zero value
 // is the default: no jitter, no bound on the items remembered.
 type limiterConfig struct {
@@ -53,7 +94,7 @@ type limiterConfig struct {
 // WithRequeueJitter panics if maxFactor is negative, NaN or infinite.
 func WithRequeueJitter(maxFactor float64) Option {
 	mustBeFactor("WithRequeueJitter", "maxFactor", maxFactor)
-	return func(c *config) { c.limiter.jitter = maxFactor }
+	return Option{kind: optionRequeueJitter, n: int64(math.Float64bits(maxFactor))}
 }
 
 // WithMaxTrackedItems bounds how many items the per-item limiters
@@ -82,7 +123,7 @@ func WithMaxTrackedItems(n int) Option {
 	if n < 0 {
 		badArgument("WithMaxTrackedItems", "n must not be negative", n)
 	}
-	return func(c *config) { c.limiter.maxTracked = n }
+	return countOption(optionMaxTrackedItems, n)
 }
 
 // The numbers of [DefaultControllerRateLimiter], which are client-go's: a
@@ -182,6 +223,14 @@ func (l *defaultControllerRateLimiter[T]) NumRequeues(item T) int {
 	return l.failures.count(item)
 }
 
+func (l *defaultControllerRateLimiter[T]) limiterClock() (clock.PassiveClock, bool) {
+	return l.clock, true
+}
+
+func (l *defaultControllerRateLimiter[T]) requeueCap() (time.Duration, bool) {
+	return l.delays.maxDelay, true
+}
+
 // ItemExponentialFailureRateLimiter delays each item by baseDelay·2^n, where
 // n is how many times When was called for that item since it was last
 // forgotten: the first failure waits baseDelay, the second twice that, and so
@@ -272,6 +321,14 @@ func (l *ItemExponentialFailureRateLimiter[T]) Forget(item T) {
 // last forgotten (or dropped by [WithMaxTrackedItems]).
 func (l *ItemExponentialFailureRateLimiter[T]) NumRequeues(item T) int {
 	return l.failures.count(item)
+}
+
+func (l *ItemExponentialFailureRateLimiter[T]) limiterClock() (clock.PassiveClock, bool) {
+	return nil, false
+}
+
+func (l *ItemExponentialFailureRateLimiter[T]) requeueCap() (time.Duration, bool) {
+	return l.delays.maxDelay, true
 }
 
 // jitterBelow returns d plus up to maxFactor·d of jitter, but no more than
@@ -365,6 +422,14 @@ func (l *ItemFastSlowRateLimiter[T]) NumRequeues(item T) int {
 	return l.failures.count(item)
 }
 
+func (l *ItemFastSlowRateLimiter[T]) limiterClock() (clock.PassiveClock, bool) {
+	return nil, false
+}
+
+func (l *ItemFastSlowRateLimiter[T]) requeueCap() (time.Duration, bool) {
+	return l.slowDelay, true
+}
+
 // MaxOfRateLimiter combines rate limiters: each When asks every one of them,
 // in order, and returns the longest delay, so that an item waits for the
 // strictest of them. Every limiter sees every When, so each keeps its own
@@ -424,6 +489,22 @@ func (l *MaxOfRateLimiter[T]) NumRequeues(item T) int {
 	return n
 }
 
+// limiterClock reports the clock of the first part that reads one.
+func (l *MaxOfRateLimiter[T]) limiterClock() (clock.PassiveClock, bool) {
+	for _, rl := range l.limiters {
+		if p, ok := rl.(packageLimiter); ok {
+			if clk, ok := p.limiterClock(); ok {
+				return clk, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// requeueCap reports no cap: the parts' caps would bound only the parts
+// that state one.
+func (l *MaxOfRateLimiter[T]) requeueCap() (time.Duration, bool) { return 0, false }
+
 // WithMaxWaitRateLimiter caps the delays of another rate limiter: When
 // returns the inner limiter's delay, but no more than maxDelay. Forget and
 // NumRequeues are the inner limiter's.
@@ -468,6 +549,16 @@ func (l *WithMaxWaitRateLimiter[T]) Forget(item T) {
 func (l *WithMaxWaitRateLimiter[T]) NumRequeues(item T) int {
 	return l.limiter.NumRequeues(item)
 }
+
+// limiterClock reports the wrapped limiter's clock.
+func (l *WithMaxWaitRateLimiter[T]) limiterClock() (clock.PassiveClock, bool) {
+	if p, ok := l.limiter.(packageLimiter); ok {
+		return p.limiterClock()
+	}
+	return nil, false
+}
+
+func (l *WithMaxWaitRateLimiter[T]) requeueCap() (time.Duration, bool) { return l.maxDelay, true }
 
 // BucketRateLimiter is a token bucket shared by all items: it bounds how fast
 // items are requeued overall, whichever items they are, so that a burst of
@@ -555,6 +646,11 @@ func (l *BucketRateLimiter[T]) Forget(T) {}
 
 // NumRequeues returns 0: the bucket does not count per item.
 func (l *BucketRateLimiter[T]) NumRequeues(T) int { return 0 }
+
+func (l *BucketRateLimiter[T]) limiterClock() (clock.PassiveClock, bool) { return l.lim.clock, true }
+
+// requeueCap reports no cap: a bucket's delay grows with the backlog.
+func (l *BucketRateLimiter[T]) requeueCap() (time.Duration, bool) { return 0, false }
 
 // tokenBucket is a token bucket without a lock or a clock of its own, for
 // the default controller limiter, which guards it with the failure counts'

@@ -2,8 +2,6 @@ package backoff
 
 import (
 	"context"
-	"k8s.io/utils/clock"
-	"reflect"
 )
 
 // RateLimitingQueue is a [DelayingQueue] that requeues items after a delay
@@ -20,7 +18,7 @@ import (
 type RateLimitingQueue[T comparable] struct {
 	DelayingQueue[T]
 	limiter RateLimiter[T]
-	budget  *RetryBudget // WithRetryBudget's; nil: none
+	budget  budgetGate // WithRetryBudget's
 }
 
 // NewRateLimitingQueue returns an empty, running queue whose AddRateLimited
@@ -43,7 +41,7 @@ func NewRateLimitingQueue[T comparable](limiter RateLimiter[T], opts ...Option) 
 	mustNotBeNil("NewRateLimitingQueue", "limiter", isNilValue(limiter))
 	cfg := newConfig(opts)
 	mustShareClock("NewRateLimitingQueue", limiter, cfg.clock)
-	q := &RateLimitingQueue[T]{limiter: limiter, budget: cfg.budget.budget}
+	q := &RateLimitingQueue[T]{limiter: limiter, budget: budgetGate{budget: cfg.budget.budget}}
 	q.init(cfg)
 	return q
 }
@@ -93,10 +91,7 @@ func (q *RateLimitingQueue[T]) AddRateLimited(item T) {
 		q.raisePendingLocked(item, AddOptions{}, now) // a pending run at a negative priority rises to 0
 		return
 	}
-	d := q.limiter.When(item)
-	if q.budget != nil {
-		d = requeueDelay(q.budget, q.limiter, d)
-	}
+	d := q.budget.requeueDelay(q.limiter, q.limiter.When(item))
 	q.addAfterLocked(item, d, now)
 }
 
@@ -104,8 +99,8 @@ func (q *RateLimitingQueue[T]) AddRateLimited(item T) {
 // as a request of the budget.
 func (q *RateLimitingQueue[T]) Get() (item T, shutdown bool) {
 	item, shutdown = q.DelayingQueue.Get()
-	if !shutdown && q.budget != nil {
-		q.budget.RecordRequest()
+	if !shutdown {
+		q.budget.request(0)
 	}
 	return item, shutdown
 }
@@ -114,8 +109,8 @@ func (q *RateLimitingQueue[T]) Get() (item T, shutdown bool) {
 // hands out counts as a request of the budget.
 func (q *RateLimitingQueue[T]) GetContext(ctx context.Context) (item T, err error) {
 	item, err = q.DelayingQueue.GetContext(ctx)
-	if err == nil && q.budget != nil {
-		q.budget.RecordRequest()
+	if err == nil {
+		q.budget.request(0)
 	}
 	return item, err
 }
@@ -124,8 +119,8 @@ func (q *RateLimitingQueue[T]) GetContext(ctx context.Context) (item T, err erro
 // item it hands out counts as a request of the budget.
 func (q *RateLimitingQueue[T]) GetWithPriority() (item T, priority int, shutdown bool) {
 	item, priority, shutdown = q.DelayingQueue.GetWithPriority()
-	if !shutdown && q.budget != nil {
-		q.budget.RecordRequest()
+	if !shutdown {
+		q.budget.request(0)
 	}
 	return item, priority, shutdown
 }
@@ -135,8 +130,8 @@ func (q *RateLimitingQueue[T]) GetWithPriority() (item T, priority int, shutdown
 // RunWorkers takes its items through it.
 func (q *RateLimitingQueue[T]) GetContextWithPriority(ctx context.Context) (item T, priority int, err error) {
 	item, priority, err = q.DelayingQueue.GetContextWithPriority(ctx)
-	if err == nil && q.budget != nil {
-		q.budget.RecordRequest()
+	if err == nil {
+		q.budget.request(0)
 	}
 	return item, priority, err
 }
@@ -152,72 +147,4 @@ func (q *RateLimitingQueue[T]) Forget(item T) {
 // last forgotten: how many times AddRateLimited called When for it.
 func (q *RateLimitingQueue[T]) NumRequeues(item T) int {
 	return q.limiter.NumRequeues(item)
-}
-
-// A rate-limited queue and its limiter each read a clock: the queue for its
-// delays, a token bucket for its refills. Passing a FakeClock to one of them
-// only leaves the other on the real clock, and the test that follows makes
-// no sense (the bucket refills in real time while the queue's time stands
-// still). The way to pass it once is one options slice for both:
-//
-//	opts := []backoff.Option{backoff.WithClock(fc)}
-//	q := backoff.NewRateLimitingQueue(backoff.DefaultControllerRateLimiter[string](opts...), opts...)
-//
-// and NewRateLimitingQueue checks that the limiters this package built agree
-// with the queue, so that a clock passed to one only fails at construction.
-
-// clockedLimiter is a limiter of this package that reads a clock. A
-// combination reports the clock of the first of its parts that reads one.
-type clockedLimiter interface {
-	limiterClock() (clock.PassiveClock, bool)
-}
-
-func (l *defaultControllerRateLimiter[T]) limiterClock() (clock.PassiveClock, bool) {
-	return l.clock, true
-}
-
-func (l *BucketRateLimiter[T]) limiterClock() (clock.PassiveClock, bool) { return l.lim.clock, true }
-
-func (l *MaxOfRateLimiter[T]) limiterClock() (clock.PassiveClock, bool) {
-	for _, rl := range l.limiters {
-		if c, ok := rl.(clockedLimiter); ok {
-			if clk, ok := c.limiterClock(); ok {
-				return clk, true
-			}
-		}
-	}
-	return nil, false
-}
-
-func (l *WithMaxWaitRateLimiter[T]) limiterClock() (clock.PassiveClock, bool) {
-	if c, ok := l.limiter.(clockedLimiter); ok {
-		return c.limiterClock()
-	}
-	return nil, false
-}
-
-// mustShareClock panics if limiter is one of this package's limiters that
-// reads a clock, and that clock is not the queue's. Limiters of other
-// packages are not checked.
-func mustShareClock(where string, limiter any, queueClock clock.PassiveClock) {
-	c, ok := limiter.(clockedLimiter)
-	if !ok {
-		return
-	}
-	lc, ok := c.limiterClock()
-	if !ok || sameClock(lc, queueClock) {
-		return
-	}
-	badUse(where, "the limiter reads another clock than the queue (pass the same WithClock to both, e.g. one []Option for both)")
-}
-
-// sameClock reports whether a and b are the same clock: equal values when
-// their type is comparable (clock.RealClock{}, a *FakeClock), and false
-// otherwise, rather than the panic of comparing them.
-func sameClock(a, b clock.PassiveClock) bool {
-	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
-	if ta != tb || !ta.Comparable() {
-		return false
-	}
-	return a == b
 }

@@ -107,7 +107,7 @@ func (e *RetryError) Unwrap() []error {
 // makes it panic.
 func WithMaxElapsedTime(d time.Duration) Option {
 	mustNotBeNegative("WithMaxElapsedTime", "d", d)
-	return func(c *config) { c.retry.maxElapsed = d }
+	return durationOption(optionMaxElapsedTime, d)
 }
 
 // WithNotify makes [Retry] call notify after every failed attempt that it is
@@ -124,7 +124,7 @@ func WithNotify(notify func(attempt int, err error, next time.Duration)) Option 
 	if notify == nil {
 		badArgument("WithNotify", "notify must not be nil", notify)
 	}
-	return func(c *config) { c.retry.notify = notify }
+	return valueOption(optionNotify, notify)
 }
 
 // WithRetryable makes [Retry] retry only the errors for which retryable
@@ -136,7 +136,7 @@ func WithRetryable(retryable func(error) bool) Option {
 	if retryable == nil {
 		badArgument("WithRetryable", "retryable must not be nil", retryable)
 	}
-	return func(c *config) { c.retry.retryable = retryable }
+	return valueOption(optionRetryable, retryable)
 }
 
 // Retry calls fn until it succeeds, waiting between attempts as s says, and
@@ -149,8 +149,9 @@ func WithRetryable(retryable func(error) bool) Option {
 // until it succeeds, returns a [Permanent] error, or ctx is done. A schedule
 // that would retry without bound and without waiting (s.Steps ≤ 0 and
 // s.Duration ≤ 0, the zero Schedule among them) would spin: Retry follows
-// [DefaultRetry] instead (5 attempts, 10 ms apart). See [Schedule] for what
-// the zero Schedule means to the other functions. An error
+// [DefaultRetry] instead (5 attempts, 10 ms apart). So the zero Schedule
+// means 5 attempts to Retry, but no attempt at all to [OnError] and
+// [ExponentialBackoff], which keep Kubernetes' rule (see [Schedule]). An error
 // marked with Permanent, or one that [WithRetryable]'s predicate rejects,
 // ends Retry at once and is returned as fn returned it (the Permanent mark
 // included: [IsPermanent] still reports it, and errors.Is sees through it).
@@ -200,39 +201,32 @@ func Retry(ctx context.Context, s Schedule, fn func(context.Context) error, opts
 	cfg := newConfig(opts)
 	rc := &cfg.retry
 	clk := cfg.clock
-	var start time.Time
+	var start time.Time // read only for WithMaxElapsedTime
 	if rc.maxElapsed > 0 {
 		start = clk.Now()
 	}
-	budget := cfg.budget.budget
-	// A budget on Retry's clock counts the request and decides at the times
-	// Retry has just read for WithMaxElapsedTime, instead of reading the
-	// clock again.
-	var budgetOffset time.Duration // start on the budget's clock
-	reuseClock := false
-	if budget != nil && rc.maxElapsed > 0 {
-		budgetOffset, reuseClock = budget.sinceOriginOf(clk, start)
-	}
+	gate := newBudgetGate(cfg.budget.budget, clk, start, rc.maxElapsed > 0)
 	delays := newDelaySequence(s, rc.jitter)
 	var t clock.Timer
 	defer stopTimer(&t)
 	var last error
 	for attempt := 1; ; attempt++ {
+		// Attempt: never once ctx is done. The first counts as a request of
+		// the budget.
 		if err := ctx.Err(); err != nil {
 			return stoppedByContext(ctx, attempt-1, last)
 		}
-		if attempt == 1 && budget != nil {
-			if reuseClock {
-				budget.recordRequestAt(budgetOffset)
-			} else {
-				budget.RecordRequest()
-			}
+		if attempt == 1 {
+			gate.request(0)
 		}
 		err := fn(ctx)
 		if err == nil {
 			return nil
 		}
 		last = err
+
+		// Classify: an error that is not to be retried is returned as fn
+		// returned it; an end of ctx or of the attempts stops here.
 		permanent, hint, hinted := inspectError(err)
 		if permanent || (rc.retryable != nil && !rc.retryable(err)) {
 			return err
@@ -243,6 +237,9 @@ func Retry(ctx context.Context, s Schedule, fn func(context.Context) error, opts
 		if s.Steps > 0 && attempt >= s.Steps {
 			return &RetryError{Attempts: attempt, Last: err, Reason: ErrAttemptsExhausted}
 		}
+
+		// Wait: the schedule's, or the error's hint; with an elapsed-time
+		// budget, no attempt may start past it.
 		wait := delays.next()
 		if hinted && !rc.ignoreHints {
 			wait = clampDuration(hint, rc.hintLimit())
@@ -254,19 +251,15 @@ func Retry(ctx context.Context, s Schedule, fn func(context.Context) error, opts
 				return &RetryError{Attempts: attempt, Last: err, Reason: ErrMaxElapsedTime}
 			}
 		}
-		if budget != nil {
-			allowed := false
-			if reuseClock {
-				allowed = budget.tryRetryAfter(budgetOffset, elapsed)
-			} else {
-				allowed = budget.TryRetry()
-			}
-			if !allowed {
-				return &RetryError{Attempts: attempt, Last: err, Reason: ErrRetryBudgetExhausted}
-			}
+
+		// Gate: the retry budget, if any, must allow the retry. It decides
+		// at the reading just taken, if any.
+		if !gate.retry(elapsed) {
+			return refused(attempt, err)
 		}
-		// The timer is set before notify runs, so that a test may step a
-		// fake clock from notify (see WithNotify).
+
+		// Sleep: the timer is set before notify runs, so that a test may
+		// step a fake clock from notify (see WithNotify).
 		var tick <-chan time.Time
 		if wait > 0 {
 			tick = resetTimer(clk, &t, wait).C()
@@ -406,7 +399,7 @@ func WithJitterKind(k JitterKind) Option {
 	if k < 0 || k >= numJitterKinds {
 		badArgument("WithJitterKind", "k must be one of the JitterKind constants", k)
 	}
-	return func(c *config) { c.retry.jitter = k }
+	return countOption(optionJitterKind, int(k))
 }
 
 // delaySequence computes Retry's waits. Unlike Schedule.Step, reaching the
@@ -502,10 +495,16 @@ var DefaultRetry = Schedule{
 func OnError(s Schedule, retriable func(error) bool, fn func() error, opts ...Option) error {
 	mustNotBeNil("OnError", "fn", fn == nil)
 	var last error // the last retriable error, reported instead of ErrWaitTimeout
-	gate := newBudgetGate(opts)
+	gate := budgetGate{budget: newConfig(opts).budget.budget}
+	attempts := 0
 	err := ExponentialBackoff(s, func() (bool, error) {
-		if err := gate.admit(last); err != nil {
-			return false, err
+		// The gate is asked before each call, after the wait before it:
+		// ExponentialBackoff has no step between its wait and the check.
+		attempts++
+		if attempts == 1 {
+			gate.request(0)
+		} else if !gate.retry(0) {
+			return false, refused(attempts-1, last)
 		}
 		err := fn()
 		switch {

@@ -10,7 +10,6 @@ import (
 	"io"
 	"k8s.io/utils/clock"
 	testclock "k8s.io/utils/clock/testing"
-	testingclock "k8s.io/utils/clock/testing"
 	"math"
 	"testing"
 	"time"
@@ -590,7 +589,7 @@ func TestRetryRejectsSchedulesOfCenturies(t *testing.T) {
 // TestRetryAcceptsJitterUpToMaxRetryJitter: MaxRetryJitter itself is a
 // Jitter Retry accepts; only a larger one panics.
 func TestRetryAcceptsJitterUpToMaxRetryJitter(t *testing.T) {
-	fc := testingclock.NewFakeClock(epoch)
+	fc := testclock.NewFakeClock(epoch)
 	s := backoff.Schedule{Duration: 1, Jitter: backoff.MaxRetryJitter, Steps: 1}
 	require.NotPanics(t, func() {
 		assert.NoError(t, backoff.Retry(context.Background(), s,
@@ -795,5 +794,142 @@ func BenchmarkRetryCall(b *testing.B) {
 		if err := backoff.Retry(ctx, s, fn); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// reusedTimerClock is a clock whose every NewTimer returns the same timer,
+// one that fires as soon as it is set, so that a benchmark of a whole call
+// that waits shows the helper's own allocations and not the clock's. It is
+// for serial benchmarks only.
+type reusedTimerClock struct {
+	retryBenchClock
+	t retryBenchTimer
+}
+
+func newReusedTimerClock() *reusedTimerClock {
+	return &reusedTimerClock{t: retryBenchTimer{ch: make(chan time.Time, 1)}}
+}
+
+func (c *reusedTimerClock) NewTimer(d time.Duration) clock.Timer {
+	c.t.Reset(d)
+	return &c.t
+}
+
+// optionCounts runs body as sub-benchmarks opts=0, opts=1 and opts=3, for a
+// helper called with that many options. The body builds the options inside
+// its loop, as callers do, so that allocs/op counts what passing them costs.
+func optionCounts(b *testing.B, body func(b *testing.B, n int)) {
+	for _, n := range []int{0, 1, 3} {
+		b.Run(fmt.Sprintf("opts=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			body(b, n)
+		})
+	}
+}
+
+// BenchmarkRetryOptions measures whole calls of Retry, RetryValue and OnError
+// that succeed at the first attempt, with 0, 1 and 3 options: 0 allocs/op
+// whatever options are passed.
+func BenchmarkRetryOptions(b *testing.B) {
+	ctx := context.Background()
+	s := backoff.Schedule{Duration: time.Millisecond, Factor: 2, Steps: 5}
+	var clk clock.WithDelayedExecution = clock.RealClock{}
+	notify := func(int, error, time.Duration) {}
+	retryable := func(error) bool { return true }
+	fn := func(context.Context) error { return nil }
+	b.Run("Retry", func(b *testing.B) {
+		optionCounts(b, func(b *testing.B, n int) {
+			for i := 0; i < b.N; i++ {
+				var err error
+				switch n {
+				case 0:
+					err = backoff.Retry(ctx, s, fn)
+				case 1:
+					err = backoff.Retry(ctx, s, fn, backoff.WithClock(clk))
+				default:
+					err = backoff.Retry(ctx, s, fn, backoff.WithClock(clk),
+						backoff.WithMaxElapsedTime(time.Hour), backoff.WithNotify(notify))
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
+	valueFn := func(context.Context) (int, error) { return 1, nil }
+	b.Run("RetryValue", func(b *testing.B) {
+		optionCounts(b, func(b *testing.B, n int) {
+			for i := 0; i < b.N; i++ {
+				var err error
+				switch n {
+				case 0:
+					_, err = backoff.RetryValue(ctx, s, valueFn)
+				case 1:
+					_, err = backoff.RetryValue(ctx, s, valueFn, backoff.WithClock(clk))
+				default:
+					_, err = backoff.RetryValue(ctx, s, valueFn, backoff.WithClock(clk),
+						backoff.WithRetryable(retryable), backoff.WithJitterKind(backoff.FullJitter))
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
+	plain := func() error { return nil }
+	b.Run("OnError", func(b *testing.B) {
+		budget := backoff.NewRetryBudget(0.1, 1e12, 100*time.Millisecond)
+		optionCounts(b, func(b *testing.B, n int) {
+			for i := 0; i < b.N; i++ {
+				var err error
+				switch n {
+				case 0:
+					err = backoff.OnError(s, retryable, plain)
+				case 1:
+					err = backoff.OnError(s, retryable, plain, backoff.WithClock(clk))
+				default:
+					err = backoff.OnError(s, retryable, plain, backoff.WithClock(clk),
+						backoff.WithRetryBudget(budget), backoff.WithMaxElapsedTime(time.Hour))
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
+}
+
+// TestPerCallHelpersWithOptionsDoNotAllocate: passing options to Retry,
+// RetryValue, OnError and ExponentialBackoff allocates nothing, nor do the
+// options themselves (BenchmarkRetryOptions measures the same calls).
+func TestPerCallHelpersWithOptionsDoNotAllocate(t *testing.T) {
+	ctx := context.Background()
+	s := backoff.Schedule{Duration: time.Millisecond, Factor: 2, Steps: 5}
+	var clk clock.WithDelayedExecution = clock.RealClock{}
+	budget := backoff.NewRetryBudget(0.1, 1e12, 100*time.Millisecond)
+	notify := func(int, error, time.Duration) {}
+	for _, c := range []struct {
+		name string
+		call func()
+	}{
+		{"Retry", func() {
+			_ = backoff.Retry(ctx, s, func(context.Context) error { return nil }, backoff.WithClock(clk),
+				backoff.WithMaxElapsedTime(time.Hour), backoff.WithNotify(notify), backoff.WithRetryBudget(budget))
+		}},
+		{"RetryValue", func() {
+			_, _ = backoff.RetryValue(ctx, s, func(context.Context) (int, error) { return 1, nil }, backoff.WithClock(clk),
+				backoff.WithJitterKind(backoff.FullJitter), backoff.WithMaxRetryAfter(time.Second))
+		}},
+		{"OnError", func() {
+			_ = backoff.OnError(s, nil, func() error { return nil }, backoff.WithClock(clk), backoff.WithRetryBudget(budget))
+		}},
+		{"ExponentialBackoff", func() {
+			_ = backoff.ExponentialBackoff(s, func() (bool, error) { return true, nil }, backoff.WithClock(clk),
+				backoff.WithName("ignored"))
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Zero(t, testing.AllocsPerRun(100, c.call))
+		})
 	}
 }

@@ -60,10 +60,7 @@ func (e *RetryAfterError) RetryAfter() time.Duration { return e.Delay }
 // makes it panic.
 func WithMaxRetryAfter(d time.Duration) Option {
 	mustNotBeNegative("WithMaxRetryAfter", "d", d)
-	return func(c *config) {
-		c.retry.maxRetryAfter = d
-		c.retry.ignoreHints = d == 0
-	}
+	return durationOption(optionMaxRetryAfter, d)
 }
 
 // hintLimit returns the bound on Retry-After hints.

@@ -190,7 +190,7 @@ func WithRetryBudgetMetrics(m RetryBudgetMetrics) Option {
 	if m == nil {
 		badArgument("WithRetryBudgetMetrics", "metrics must not be nil", m)
 	}
-	return func(c *config) { c.budget.metrics = m }
+	return valueOption(optionRetryBudgetMetrics, m)
 }
 
 // NewRetryBudget returns a budget that allows, over the window that ends at
@@ -241,34 +241,7 @@ func WithRetryBudget(b *RetryBudget) Option {
 	if b == nil {
 		badArgument("WithRetryBudget", "budget must not be nil", b)
 	}
-	return func(c *config) { c.budget.budget = b }
-}
-
-// budgetGate asks a budget, if any, before each attempt of a retry loop that
-// cannot consult it between attempts (OnError's).
-type budgetGate struct {
-	budget   *RetryBudget // nil: every attempt is admitted
-	attempts int
-}
-
-// newBudgetGate returns the gate for the budget of WithRetryBudget in opts.
-func newBudgetGate(opts []Option) budgetGate {
-	return budgetGate{budget: newConfig(opts).budget.budget}
-}
-
-// admit records the first attempt as a request and asks the budget for each
-// later one: it returns nil if the attempt may go ahead, and otherwise the
-// error to stop with, which wraps last.
-func (g *budgetGate) admit(last error) error {
-	g.attempts++
-	switch {
-	case g.budget == nil:
-	case g.attempts == 1:
-		g.budget.RecordRequest()
-	case !g.budget.TryRetry():
-		return &RetryError{Attempts: g.attempts - 1, Last: last, Reason: ErrRetryBudgetExhausted}
-	}
-	return nil
+	return valueOption(optionRetryBudget, b)
 }
 
 // RecordRequest counts a request: a first attempt, which earns ratio retries
@@ -278,7 +251,7 @@ func (b *RetryBudget) RecordRequest() {
 }
 
 // recordRequestAt is RecordRequest at d after the budget's origin on its
-// clock, for a caller that has just read that clock (see tryRetryAfter).
+// clock, for a caller that has just read that clock (see budgetGate).
 func (b *RetryBudget) recordRequestAt(d time.Duration) {
 	k := b.bucketAt(d)
 	for {
@@ -300,16 +273,16 @@ func (b *RetryBudget) TryRetry() bool {
 	return b.tryRetryAt(b.sinceOrigin())
 }
 
-// tryRetryAfter is TryRetry at offset+elapsed after the budget's origin on
-// its clock: a caller that has just read that clock passes its reading (the
-// offset from sinceOriginOf and the time elapsed since) instead of reading it
-// again. A sum that overflows reads the clock.
-func (b *RetryBudget) tryRetryAfter(offset, elapsed time.Duration) bool {
+// after returns offset+elapsed: a time after the budget's origin that a
+// caller has just read on the budget's clock, as the offset of its start
+// (see newBudgetGate) and the time elapsed since. A sum that overflows reads
+// the clock instead.
+func (b *RetryBudget) after(offset, elapsed time.Duration) time.Duration {
 	d := offset + elapsed
 	if (elapsed > 0 && d < offset) || (elapsed < 0 && d > offset) {
-		return b.TryRetry()
+		return b.sinceOrigin()
 	}
-	return b.tryRetryAt(d)
+	return d
 }
 
 // tryRetryAt is TryRetry at d after the budget's origin on its clock. The
@@ -405,16 +378,6 @@ func (b *RetryBudget) sinceOrigin() time.Duration {
 		return time.Since(b.origin)
 	}
 	return b.clk.Since(b.origin)
-}
-
-// sinceOriginOf returns the time from the budget's origin to t, a reading of
-// clk, and whether clk is the budget's clock, so that the caller may use t's
-// reading instead of reading the clock again.
-func (b *RetryBudget) sinceOriginOf(clk clock.PassiveClock, t time.Time) (time.Duration, bool) {
-	if !sameClock(b.clk, clk) {
-		return 0, false
-	}
-	return t.Sub(b.origin), true
 }
 
 // bucketAt returns the index of the bucket that d after the origin is in, or
@@ -738,47 +701,83 @@ func (b *RetryBudget) endLeases(gen uint64) int64 {
 	return unused
 }
 
-// requeueDelay returns how long a retry that limiter delayed by limiterDelay
-// waits, on a queue that spends from b: limiterDelay if b allows the retry
-// now; otherwise the time until b would allow one, plus a random spread of up
-// to one window so that items refused together come back apart, and at least
-// limiterDelay, but no more than the limiter's cap when it has one (see
-// [RateLimitingQueue.AddRateLimited]).
-func requeueDelay[T comparable](b *RetryBudget, limiter RateLimiter[T], limiterDelay time.Duration) time.Duration {
-	if b.TryRetry() {
+// window returns the budget's window, as its buckets cover it.
+func (b *RetryBudget) window() time.Duration {
+	return time.Duration(b.requestBuckets) * b.width
+}
+
+// budgetGate is how Retry, OnError and the queues spend from a RetryBudget:
+// a first attempt counts as a request, and each later one is a retry that
+// the budget must allow. The zero gate has no budget and admits everything.
+//
+// A caller that reads the budget's own clock anyway (Retry, with
+// WithMaxElapsedTime) passes the time elapsed since its start, and the
+// budget decides at that reading instead of reading its clock again; the
+// other callers pass 0, which the gate then ignores.
+type budgetGate struct {
+	budget *RetryBudget  // nil: none
+	shared bool          // the caller reads the budget's clock
+	offset time.Duration // when shared: the caller's start, on the budget's clock
+}
+
+// newBudgetGate returns the gate of b (nil: none) for a caller that reads
+// clk, if read, and read start there when it started.
+func newBudgetGate(b *RetryBudget, clk clock.PassiveClock, start time.Time, read bool) budgetGate {
+	g := budgetGate{budget: b}
+	if b != nil && read && sameClock(b.clk, clk) {
+		g.shared, g.offset = true, start.Sub(b.origin)
+	}
+	return g
+}
+
+// at returns the time of a decision, after the budget's origin: the
+// caller's reading when it is on the budget's clock, or a new reading.
+func (g *budgetGate) at(elapsed time.Duration) time.Duration {
+	if g.shared {
+		return g.budget.after(g.offset, elapsed)
+	}
+	return g.budget.sinceOrigin()
+}
+
+// request counts a first attempt.
+func (g *budgetGate) request(elapsed time.Duration) {
+	if g.budget != nil {
+		g.budget.recordRequestAt(g.at(elapsed))
+	}
+}
+
+// retry reports whether a retry may go ahead, and counts it if so.
+func (g *budgetGate) retry(elapsed time.Duration) bool {
+	return g.budget == nil || g.budget.tryRetryAt(g.at(elapsed))
+}
+
+// refused is the error of a retry loop that the budget stopped after the
+// given number of attempts, the last of which failed with last.
+func refused(attempts int, last error) *RetryError {
+	return &RetryError{Attempts: attempts, Last: last, Reason: ErrRetryBudgetExhausted}
+}
+
+// requeueDelay returns how long a queue's retry that limiter delayed by
+// limiterDelay waits: limiterDelay if the budget allows the retry now;
+// otherwise the time until it would allow one, plus a random spread of up to
+// one window so that items refused together come back apart, and at least
+// limiterDelay, but no more than the limiter's cap when it states one (see
+// [RateLimitingQueue.AddRateLimited] and packageLimiter).
+func (g *budgetGate) requeueDelay(limiter any, limiterDelay time.Duration) time.Duration {
+	if g.retry(0) {
 		return limiterDelay
 	}
+	b := g.budget
 	wait, ok := b.retryAllowedIn()
 	if !ok {
 		// Only new requests can make room: try again a window later.
 		wait = b.window()
 	}
 	wait = addDuration(wait, randDuration(b.window()))
-	if ceiling, ok := limiterCap(limiter); ok {
-		wait = min(wait, ceiling)
+	if l, ok := limiter.(packageLimiter); ok {
+		if ceiling, ok := l.requeueCap(); ok {
+			wait = min(wait, ceiling)
+		}
 	}
 	return max(wait, limiterDelay)
-}
-
-// window returns the budget's window, as its buckets cover it.
-func (b *RetryBudget) window() time.Duration {
-	return time.Duration(b.requestBuckets) * b.width
-}
-
-// limiterCap returns the longest delay limiter returns for a failing item, for
-// the limiters of this package that have one: the maxDelay of the
-// exponential limiters (the default's token bucket aside) and of
-// WithMaxWaitRateLimiter, the slowDelay of the fast-slow limiter.
-func limiterCap[T comparable](limiter RateLimiter[T]) (time.Duration, bool) {
-	switch l := limiter.(type) {
-	case *ItemExponentialFailureRateLimiter[T]:
-		return l.delays.maxDelay, true
-	case *defaultControllerRateLimiter[T]:
-		return l.delays.maxDelay, true
-	case *WithMaxWaitRateLimiter[T]:
-		return l.maxDelay, true
-	case *ItemFastSlowRateLimiter[T]:
-		return l.slowDelay, true
-	}
-	return 0, false
 }

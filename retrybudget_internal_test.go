@@ -36,9 +36,9 @@ func TestRetryBudgetAdvanceToTheHeadKeepsItsCounts(t *testing.T) {
 	}
 }
 
-// TestRetryBudgetTryRetryAfterDecidesAtTheTimeGiven: tryRetryAfter decides
-// at offset+elapsed, the time its caller has just read, not at the time the
-// budget's clock shows; only a sum that overflows makes it read the clock.
+// TestRetryBudgetTryRetryAfterDecidesAtTheTimeGiven: a gate on its caller's
+// clock decides at offset+elapsed, the time its caller has just read, not at
+// the time the budget's clock shows; only a sum that overflows makes it read the clock.
 // The budget allows one retry per 10 s window, and that retry is spent at
 // the origin, so a decision within the first window is a refusal and one at
 // 20 s, after the window has moved past the spent retry, is an admission.
@@ -67,8 +67,9 @@ func TestRetryBudgetTryRetryAfterDecidesAtTheTimeGiven(t *testing.T) {
 				t.Fatal("the first retry of the window was refused")
 			}
 			fc.Step(tc.clockAt)
-			if got := b.tryRetryAfter(tc.offset, tc.elapsed); got != tc.allowed {
-				t.Fatalf("tryRetryAfter(%v, %v) with the clock %v after the origin = %v, want %v",
+			gate := budgetGate{budget: b, shared: true, offset: tc.offset}
+			if got := gate.retry(tc.elapsed); got != tc.allowed {
+				t.Fatalf("a gate at offset %v asked after %v with the clock %v after the origin = %v, want %v",
 					tc.offset, tc.elapsed, tc.clockAt, got, tc.allowed)
 			}
 		})

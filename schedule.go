@@ -14,6 +14,12 @@ import (
 // does not clash with this package's per-key [Backoff]; the fields and
 // [Schedule.Step] behave as Kubernetes' do.
 //
+// The zero Schedule means different things to the functions that take it:
+// [Retry] and [RetryValue] follow [DefaultRetry] instead (5 attempts, 10 ms
+// apart), while [ExponentialBackoff] and [OnError] keep Kubernetes' rule,
+// Steps ≤ 0 means no attempt: they never call fn and return
+// [ErrWaitTimeout]. The table below sets out the other differences.
+//
 // A Schedule is a plain value: [Retry], [ExponentialBackoff] and
 // [ExponentialBackoffWithContext] take it by value and step a copy, so one
 // Schedule can be shared by many callers. Step mutates it and is not safe for

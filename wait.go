@@ -51,7 +51,7 @@ func WithPanicHandler(h func(recovered any)) Option {
 	if h == nil {
 		badArgument("WithPanicHandler", "h must not be nil", h)
 	}
-	return func(c *config) { c.loop.onPanic = h }
+	return valueOption(optionPanicHandler, h)
 }
 
 // NeverStop is a stop channel that is never closed, for the loop helpers that
@@ -129,8 +129,8 @@ func NonSlidingUntilWithContext(ctx context.Context, f func(context.Context), pe
 // [WithClock].
 func JitterUntil(f func(), period time.Duration, jitterFactor float64, sliding bool, stopCh <-chan struct{}, opts ...Option) {
 	cfg := newConfig(opts)
-	m := &jitteredManager{clock: cfg.clock, period: max(period, 0), factor: jitterFactor}
-	loop(ContextForChannel(stopCh), func(context.Context) { f() }, m, sliding, cfg.loop)
+	p := pacer{jittered: jitteredManager{clock: cfg.clock, period: max(period, 0), factor: jitterFactor}}
+	loop(ContextForChannel(stopCh), func(context.Context) { f() }, &p, sliding, cfg.loop)
 }
 
 // JitterUntilWithContext is [JitterUntil] with a context instead of a stop
@@ -138,8 +138,8 @@ func JitterUntil(f func(), period time.Duration, jitterFactor float64, sliding b
 // runs if ctx is already done, and never runs once more after ctx ends.
 func JitterUntilWithContext(ctx context.Context, f func(context.Context), period time.Duration, jitterFactor float64, sliding bool, opts ...Option) {
 	cfg := newConfig(opts)
-	m := &jitteredManager{clock: cfg.clock, period: max(period, 0), factor: jitterFactor}
-	loop(ctx, f, m, sliding, cfg.loop)
+	p := pacer{jittered: jitteredManager{clock: cfg.clock, period: max(period, 0), factor: jitterFactor}}
+	loop(ctx, f, &p, sliding, cfg.loop)
 }
 
 // BackoffUntil runs f until stopCh is closed, waiting between runs for the
@@ -168,11 +168,28 @@ func BackoffUntil(f func(), manager BackoffManager, sliding bool, stopCh <-chan 
 // is done. f never runs if ctx is already done, and never runs once more
 // after ctx ends.
 func BackoffUntilWithContext(ctx context.Context, f func(context.Context), manager BackoffManager, sliding bool, opts ...Option) {
-	loop(ctx, f, manager, sliding, newConfig(opts).loop)
+	p := pacer{manager: manager}
+	loop(ctx, f, &p, sliding, newConfig(opts).loop)
+}
+
+// pacer gives the loop its timers: the manager's, or for the jittered
+// helpers a jitteredManager of the loop's own, which, unlike one behind a
+// BackoffManager, stays on the helper's stack (see BenchmarkLoopOptions).
+type pacer struct {
+	manager  BackoffManager // nil: jittered
+	jittered jitteredManager
+}
+
+// next returns the timer of the next wait.
+func (p *pacer) next() clock.Timer {
+	if p.manager != nil {
+		return p.manager.Backoff()
+	}
+	return p.jittered.Backoff()
 }
 
 // loop is the one loop behind every helper above.
-func loop(ctx context.Context, f func(context.Context), manager BackoffManager, sliding bool, cfg loopConfig) {
+func loop(ctx context.Context, f func(context.Context), p *pacer, sliding bool, cfg loopConfig) {
 	var t clock.Timer
 	defer func() {
 		// Stop the timer and discard a tick it may already hold, so that a
@@ -194,11 +211,11 @@ func loop(ctx context.Context, f func(context.Context), manager BackoffManager, 
 			return
 		}
 		if !sliding {
-			t = manager.Backoff()
+			t = p.next()
 		}
 		runOnce(ctx, f, cfg.onPanic)
 		if sliding {
-			t = manager.Backoff()
+			t = p.next()
 		}
 		select {
 		case <-ctx.Done():

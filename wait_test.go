@@ -649,3 +649,124 @@ func TestBackoffManagersRejectBadArguments(t *testing.T) {
 		})
 	}
 }
+
+// onceContext is a context that ends once f has run: a loop helper given it
+// runs f once, waits, and returns, so that a benchmark can call the helper
+// b.N times without a new context (and its allocations) per call.
+type onceContext struct {
+	context.Context
+	ran bool
+}
+
+var closedChannel = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func (c *onceContext) Done() <-chan struct{} { return closedChannel }
+
+func (c *onceContext) Err() error {
+	if c.ran {
+		return context.Canceled
+	}
+	return nil
+}
+
+// BenchmarkLoopOptions measures whole calls of the loop helpers with 0, 1
+// and 3 options: the context forms run f once and wait once (on a clock whose
+// one timer fires at once), the stop-channel forms get a closed channel and
+// return before f. 0 allocs/op whatever options are passed; the real clock
+// adds the allocation of its timer to each call that waits.
+func BenchmarkLoopOptions(b *testing.B) {
+	clk := newReusedTimerClock()
+	onPanic := func(any) {}
+	manager := backoff.NewJitteredBackoffManager(time.Second, 0, backoff.WithClock(clk))
+	ctx := &onceContext{Context: context.Background()}
+	f := func(context.Context) { ctx.ran = true }
+	stop := closedChannel
+	plain := func() {}
+	helpers := []struct {
+		name string
+		call func(n int)
+	}{
+		{"UntilWithContext", func(n int) {
+			switch n {
+			case 0:
+				backoff.UntilWithContext(ctx, f, time.Second)
+			case 1:
+				backoff.UntilWithContext(ctx, f, time.Second, backoff.WithClock(clk))
+			default:
+				backoff.UntilWithContext(ctx, f, time.Second, backoff.WithClock(clk),
+					backoff.WithPanicHandler(onPanic), backoff.WithName("ignored"))
+			}
+		}},
+		{"JitterUntilWithContext", func(n int) {
+			switch n {
+			case 0:
+				backoff.JitterUntilWithContext(ctx, f, time.Second, 0.1, false)
+			case 1:
+				backoff.JitterUntilWithContext(ctx, f, time.Second, 0.1, false, backoff.WithClock(clk))
+			default:
+				backoff.JitterUntilWithContext(ctx, f, time.Second, 0.1, false, backoff.WithClock(clk),
+					backoff.WithPanicHandler(onPanic), backoff.WithName("ignored"))
+			}
+		}},
+		{"BackoffUntilWithContext", func(n int) {
+			switch n {
+			case 0:
+				backoff.BackoffUntilWithContext(ctx, f, manager, true)
+			case 1:
+				backoff.BackoffUntilWithContext(ctx, f, manager, true, backoff.WithClock(clk))
+			default:
+				backoff.BackoffUntilWithContext(ctx, f, manager, true, backoff.WithClock(clk),
+					backoff.WithPanicHandler(onPanic), backoff.WithName("ignored"))
+			}
+		}},
+		{"Until/stopped", func(n int) {
+			switch n {
+			case 0:
+				backoff.Until(plain, time.Second, stop)
+			case 1:
+				backoff.Until(plain, time.Second, stop, backoff.WithClock(clk))
+			default:
+				backoff.Until(plain, time.Second, stop, backoff.WithClock(clk),
+					backoff.WithPanicHandler(onPanic), backoff.WithName("ignored"))
+			}
+		}},
+		{"BackoffUntil/stopped", func(n int) {
+			switch n {
+			case 0:
+				backoff.BackoffUntil(plain, manager, true, stop)
+			case 1:
+				backoff.BackoffUntil(plain, manager, true, stop, backoff.WithClock(clk))
+			default:
+				backoff.BackoffUntil(plain, manager, true, stop, backoff.WithClock(clk),
+					backoff.WithPanicHandler(onPanic), backoff.WithName("ignored"))
+			}
+		}},
+	}
+	for _, h := range helpers {
+		b.Run(h.name, func(b *testing.B) {
+			optionCounts(b, func(b *testing.B, n int) {
+				for i := 0; i < b.N; i++ {
+					ctx.ran = false
+					h.call(n)
+				}
+			})
+		})
+	}
+}
+
+// TestLoopHelpersWithOptionsDoNotAllocate: a loop helper's options and its
+// own pacing allocate nothing; what a call allocates is the clock's timer
+// (none here: a clock whose one timer is reused).
+func TestLoopHelpersWithOptionsDoNotAllocate(t *testing.T) {
+	clk := newReusedTimerClock()
+	ctx := &onceContext{Context: context.Background()}
+	f := func(context.Context) { ctx.ran = true }
+	onPanic := func(any) {}
+	allocs := testing.AllocsPerRun(100, func() {
+		ctx.ran = false
+		backoff.JitterUntilWithContext(ctx, f, time.Second, 0.1, true, backoff.WithClock(clk), backoff.WithPanicHandler(onPanic))
+		backoff.Until(func() {}, time.Second, closedChannel, backoff.WithClock(clk), backoff.WithPanicHandler(onPanic))
+	})
+	assert.Zero(t, allocs)
+	assert.True(t, ctx.ran, "f ran")
+}

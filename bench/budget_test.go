@@ -99,9 +99,10 @@ var budgetGuards = []struct {
 // guard=mutex-window), in the same run.
 //   - op=attempt: one op is one attempt of a Retry call that makes b.N of
 //     them, all but the last failing, with no wait, so that what Retry pays
-//     once per call (one allocation with any option; BenchmarkRetry shows the
-//     per-call cost) is spread over the attempts and the row shows the cost
-//     of an attempt alone. guard=budget passes the budget with
+//     once per call (BenchmarkRetry shows the per-call cost) is spread over
+//     the attempts and the row shows the cost of an attempt alone; set
+//     guard=budget minus guard=none against BenchmarkFloor's op=since, run
+//     together. guard=budget passes the budget with
 //     WithRetryBudget; guard=mutex-window records the request in the first
 //     attempt and asks before each retry from WithRetryable, as a user would
 //     plug a counter of their own into Retry. max-elapsed=1h adds
