@@ -14,8 +14,12 @@ import (
 // ctx ends first. It is apimachinery's wait.PollUntilContextCancel with
 // trailing options; the rest of apimachinery's Poll family (Poll,
 // PollImmediate, PollInfinite, PollUntil, ... and their WithContext forms) is
-// deprecated there and not repeated here: see the README for the call that
-// replaces each.
+// deprecated there and not repeated here. Poll and PollImmediate become
+// PollUntilContextTimeout with immediate false and true; PollInfinite,
+// PollUntil and their Immediate forms become PollUntilContextCancel (with
+// [ContextForChannel] for a stop channel). They return the context's error
+// where the old ones returned ErrWaitTimeout ([Interrupted] is true for
+// both), and an old timeout of 0 (forever) is PollUntilContextCancel.
 //
 // If immediate is true the condition is checked once at once, before any
 // wait, even if ctx is already done (as in Kubernetes: immediate guarantees
