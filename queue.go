@@ -618,8 +618,8 @@ func (q *Queue[T]) takePendingLocked(ref itemstate.Ref, item T) {
 // whichever Get handed it out. A second Done(item) for one run, made after
 // Get has handed item out again, ends that later run's processing: the
 // next Get may then hand item to another worker while the later run is still
-// in progress. Call Done exactly once per item Get hands out, as in
-// client-go, which behaves the same.
+// in progress. Call Done exactly once for each item Get hands out;
+// client-go behaves the same.
 func (q *Queue[T]) Done(item T) {
 	hash := q.states.Hash(item) // Get has just loaded item's state: no prefetch
 	q.mu.Lock()
