@@ -18,7 +18,7 @@ import (
 type Entry[T comparable] struct {
 	At   int64  // ready time
 	seq  uint32 // among equal ready times, the lower seq was set first
-	slot uint32 // the entry's slot in the index (hash table builds only)
+	slot uint32 // the entry's slot in the index, with its tag (hash table builds only)
 	Item T
 }
 
