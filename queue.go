@@ -161,20 +161,14 @@ func (q *Queue[T]) initPriorities(cfg priorityConfig) {
 // fixes kubernetes#126027, where client-go queued it now and left the
 // waiting copy to run it a second time later.
 func (q *Queue[T]) Add(item T) {
-	q.add(item, 0)
-}
-
-// add is Add at priority prio. It takes the cache miss on item's state
-// before the lock.
-func (q *Queue[T]) add(item T, prio int) {
 	hash := q.states.Hash(item)
-	_ = q.states.Prefetch(hash)
+	_ = q.states.Prefetch(hash) // the cache miss on item's state, before the lock
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.shuttingDown {
 		return
 	}
-	q.addLocked(item, hash, prio)
+	q.addLocked(item, hash, 0)
 }
 
 // addLocked queues item, whose hash is hash, now, at priority prio: an item
@@ -289,8 +283,7 @@ func (q *Queue[T]) clockTimeLocked() int64 { return q.nowLocked() }
 func (q *Queue[T]) addWithOptions(o AddOptions, limiter RateLimiter[T], budget *RetryBudget, items []T) {
 	immediate := o.After <= 0 && (!o.RateLimited || limiter == nil)
 	if immediate && len(items) == 1 {
-		q.add(items[0], o.Priority) // the common call: one item, now
-		return
+		_ = q.states.Prefetch(q.states.Hash(items[0])) // as Add does, for the common call
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -785,7 +778,15 @@ func (d *delays[T]) init(c clock.WithDelayedExecution, fire func()) {
 // promoteDueLocked is promoteDueAtLocked at the clock's current time. It
 // reads the clock only if an item waits and the queue runs.
 func (q *Queue[T]) promoteDueLocked() {
-	if q.delays.waiting.Len() > 0 && !q.delays.frozen {
+	if q.delays.waiting.Len() > 0 {
+		q.promoteDueNowLocked()
+	}
+}
+
+// promoteDueNowLocked is promoteDueLocked once an item waits: out of line,
+// so that promoteDueLocked, called by every Get and Done, inlines.
+func (q *Queue[T]) promoteDueNowLocked() {
+	if !q.delays.frozen {
 		q.promoteDueAtLocked(q.nowLocked())
 	}
 }

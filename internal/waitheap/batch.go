@@ -23,8 +23,7 @@ const batchLen = 16
 // it without applying it (Len, MinAt), so a timer is armed for a batched
 // item as it would be for an entry.
 type batch[T comparable] struct {
-	n     int   // calls[:n] are pending
-	minAt int64 // the earliest at in calls[:n]
+	minAt int64 // the earliest at in the pending calls, calls[:Heap.batched]
 	// calls is allocated by the first PushOrLower, so that a heap that is
 	// never used does not carry it.
 	calls *[batchLen]call[T]
@@ -42,26 +41,26 @@ type call[T comparable] struct {
 // Amortised O(log n); it allocates nothing once the heap has grown.
 func (h *Heap[T]) PushOrLower(item T, at int64) {
 	b := &h.batch
-	if b.n == batchLen {
+	if h.batched == batchLen {
 		h.apply()
 	} else if b.calls == nil {
 		b.calls = new([batchLen]call[T])
 	}
-	if b.n == 0 || at < b.minAt {
+	if h.batched == 0 || at < b.minAt {
 		b.minAt = at
 	}
-	b.calls[b.n] = call[T]{at: at, item: item}
-	b.n++
+	b.calls[h.batched] = call[T]{at: at, item: item}
+	h.batched++
 }
 
 // apply applies the pending calls in order and empties the batch.
 func (h *Heap[T]) apply() {
 	b := &h.batch
-	n := b.n
+	n := h.batched
 	if n == 0 {
 		return
 	}
-	b.n = 0
+	h.batched = 0
 	h.index.prepare(h)
 	// Hashing every item before the first probe starts the probes' loads
 	// sooner (see BenchmarkAddAfter in bench/).
