@@ -68,6 +68,7 @@ func (h *Heap[T]) apply() {
 	for k := range n {
 		hv[k] = h.index.hashOf(b.calls[k].item)
 	}
+	h.index.touch(hv[:n])
 	for k := range n {
 		c := &b.calls[k]
 		h.pushOrLowerHashed(c.item, c.at, hv[k])
