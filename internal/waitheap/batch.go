@@ -1,8 +1,7 @@
 package waitheap
 
 // batchLen is how many PushOrLower calls the heap collects before applying
-// them together: larger batches gained little in BenchmarkAddAfter (bench/)
-// and hold more items.
+// them together (see BenchmarkAddAfter in bench/).
 const batchLen = 16
 
 // batch holds the latest PushOrLower calls, in call order, until the heap
@@ -11,9 +10,9 @@ const batchLen = 16
 // Why: at millions of waiting items, each call's index probe and stores are
 // cache misses. Applied one per call, they sit between two operations on the
 // caller's mutex, whose locked instructions wait for them, so no two calls'
-// misses overlap. Applied as a batch, hashes first and then one probe after
-// another, the processor runs ahead into the next item's probe while the
-// previous one's misses are outstanding.
+// misses overlap. Applied as a batch, hashes first, then a load of the word
+// where each probe starts, then one probe after another, the batch's misses
+// are outstanding together.
 //
 // Why it is invisible: a batch applied in call order leaves the heap exactly
 // as applying each call at once would, including the order of equal ready
