@@ -65,7 +65,7 @@ func (q *DelayingQueue[T]) AddAfter(item T, d time.Duration) {
 	}
 	now := q.nowLocked()
 	q.promoteDueAtLocked(now)
-	q.addAfterLocked(item, d, now, 0)
+	q.addAfterLocked(item, d, now)
 }
 
 // AddWithOptions adds items as o says; see

@@ -314,13 +314,18 @@ func (q *Queue[T]) addWithOptions(o AddOptions, limiter RateLimiter[T], budget *
 				d = min(d, o.After)
 			}
 		}
-		q.addAfterLocked(item, d, now, o.Priority) // counts a retry, as AddAfter
+		q.addAfterAtLocked(item, d, now, o.Priority) // counts a retry, as AddAfter
 	}
 }
 
-// addAfterLocked is AddAfter at priority prio on a running queue whose due
-// items have been promoted at time now.
-func (q *Queue[T]) addAfterLocked(item T, d time.Duration, now int64, prio int) {
+// addAfterLocked is AddAfter on a running queue whose due items have been
+// promoted at time now.
+func (q *Queue[T]) addAfterLocked(item T, d time.Duration, now int64) {
+	q.addAfterAtLocked(item, d, now, 0)
+}
+
+// addAfterAtLocked is addAfterLocked at priority prio.
+func (q *Queue[T]) addAfterAtLocked(item T, d time.Duration, now int64, prio int) {
 	if d <= 0 {
 		if p, waited := q.removeWaitingLocked(item, now); waited {
 			prio = max(prio, p)

@@ -98,7 +98,7 @@ func (q *RateLimitingQueue[T]) AddRateLimited(item T) {
 	if q.budget != nil {
 		d = requeueDelay(q.budget, q.limiter, d)
 	}
-	q.addAfterLocked(item, d, now, 0)
+	q.addAfterLocked(item, d, now)
 }
 
 // AddWithOptions adds items as o says. It is controller-runtime's
