@@ -112,11 +112,13 @@ type priorityDepths struct {
 	depths map[string]int
 }
 
-// initPriorityDepths sets up the per-priority depths if m wants them.
-func (q *Queue[T]) initPriorityDepths(m QueueMetrics) {
+// newPriorityDepths returns the per-priority depths of a queue whose metrics
+// are m, or nil if m does not want them.
+func newPriorityDepths(m QueueMetrics) *priorityDepths {
 	if pm, ok := m.(PriorityDepthMetrics); ok {
-		q.prioDepths = &priorityDepths{m: pm, labels: map[int]string{}, depths: map[string]int{}}
+		return &priorityDepths{m: pm, labels: map[int]string{}, depths: map[string]int{}}
 	}
+	return nil
 }
 
 // label returns the label of prio.

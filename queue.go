@@ -3,6 +3,7 @@ package backoff
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/retrykit/backoff/internal/fifo"
 	"github.com/retrykit/backoff/internal/itemstate"
 	"github.com/retrykit/backoff/internal/levels"
@@ -41,12 +42,14 @@ const (
 // Queue is a work queue of items of type T: producers Add items, workers Get
 // them, process them and call Done. It is client-go's workqueue
 // (workqueue.TypedInterface[T]; its method set is exactly that interface's,
-// plus [Queue.GetContext]):
+// plus [Queue.GetContext], [Queue.GetWithPriority] and
+// [Queue.GetContextWithPriority]):
 //
 //   - An item is queued at most once: adding an item that is already queued
 //     does nothing.
-//   - An item is never handed to two workers at once: adding an item while a
-//     worker processes it queues it again when that worker calls Done.
+//   - An item is never handed to two workers at once, as long as each worker
+//     calls Done once per item it got: adding an item while a worker
+//     processes it queues it again when that worker calls Done.
 //   - Items are handed out in the order in which they were first added.
 //   - After ShutDown, adds are ignored and Get hands out what is still queued,
 //     then reports the shutdown.
@@ -70,14 +73,17 @@ type Queue[T comparable] struct {
 	ready   levels.Levels[readyEntry[T]] // queued items not being processed, by priority, in order
 	prios   priorities[T]                // the priorities of items (priority.go)
 	states  itemstate.Table[T]           // queueDirty and queueProcessing; no entry means neither
-	delays  delays[T]                    // items waiting for their ready time (queue.go, below)
+	delays  delays[T]                    // items waiting for their ready time (below)
 	starts  map[T]int64                  // when each processing item was handed out; only with metrics
 	metrics QueueMetrics                 // nil when there are none
 	// prioDepths is set when metrics is a PriorityDepthMetrics
 	// (metrics.go).
 	prioDepths *priorityDepths
-	// zero is the ready FIFO of priority 0 without fairness, nil with: the
-	// fast path of queues that do not use priorities.
+	// zero is the ready FIFO of priority 0 without fairness, nil with. It is
+	// the queue's one hand-inlined path: pushReadyLocked and popReadyLocked
+	// use it instead of the Levels calls, which the compiler does not
+	// inline, for the queues that use no priority; it pays in
+	// BenchmarkQueueAddGetDone.
 	zero  *fifo.Queue[readyEntry[T]]
 	clock clock.WithDelayedExecution
 	epoch time.Time // clock time 0 of the int64 times of the queue
@@ -125,10 +131,28 @@ func (q *Queue[T]) init(cfg config) {
 	if m := cfg.queue.metrics; m != nil {
 		if _, nop := m.(NopQueueMetrics); !nop {
 			q.metrics = m
-			q.initPriorityDepths(m)
+			q.prioDepths = newPriorityDepths(m)
 			q.starts = make(map[T]int64)
 			m.TrackProcessing(q.processingTimes)
 		}
+	}
+}
+
+// initPriorities reads the options about priorities (priority.go).
+func (q *Queue[T]) initPriorities(cfg priorityConfig) {
+	q.prios.maxReadyWait = int64(cfg.maxReadyWait)
+	if cfg.fairKey == nil {
+		return
+	}
+	key, ok := cfg.fairKey.(func(T) string)
+	if !ok {
+		var zero T
+		badArgument("WithFairness", fmt.Sprintf("key must be a func(%T) string for this queue", zero), fmt.Sprintf("%T", cfg.fairKey))
+	}
+	q.ready.Init(func(e readyEntry[T]) string { return key(e.item) })
+	q.ready.SetCurrent(q.prios.isCurrent)
+	if cfg.maxReadyWait > 0 {
+		q.ready.TrackOldest()
 	}
 }
 
@@ -147,41 +171,75 @@ func (q *Queue[T]) Add(item T) {
 	if q.shuttingDown {
 		return
 	}
-	if q.delays.waiting.Len() > 0 { // unwaitLocked, inlined by hand
-		if prio, _ := q.unwaitNowLocked(item); prio > 0 {
-			q.enqueueGeneralLocked(item, hash, q.joinTimeLocked(), prio)
-			return
+	q.addLocked(item, hash, 0)
+}
+
+// addLocked queues item, whose hash is hash, now, at priority prio: an item
+// that waited is taken out of the wait (kubernetes#126027) and keeps the
+// higher of prio and the priority it waited with. The clock is read only if
+// something waits, or for the join time (see joinTimeLocked).
+func (q *Queue[T]) addLocked(item T, hash uint64, prio int) {
+	if q.delays.waiting.Len() > 0 {
+		now := q.nowLocked()
+		q.promoteDueAtLocked(now)
+		if p, waited := q.removeWaitingLocked(item, now); waited {
+			prio = max(prio, p)
 		}
 	}
-	q.enqueueLocked(item, hash, q.joinTimeLocked())
+	q.enqueueLocked(item, hash, q.joinTimeLocked(), prio)
 }
 
-// enqueueLocked marks item, whose hash is hash, dirty and, unless it is
-// being processed, appends it to the FIFO with join time at.
-func (q *Queue[T]) enqueueLocked(item T, hash uint64, at int64) {
-	if q.prios.used() {
-		q.enqueueGeneralLocked(item, hash, at, 0)
+// enqueueLocked is the one way into the ready levels but Done's: it marks
+// item, whose hash is hash, dirty with a pending run at priority prio, and,
+// unless it is being processed (Done queues it then), pushes it to the level
+// of prio with join time at. An item that is already dirty keeps the higher
+// of its two priorities, and one that is queued and rises moves to the end
+// of its new level.
+//
+// A queue that uses no priority takes the first branches only: no pending
+// priority is looked up while none is set (pendingN is 0).
+func (q *Queue[T]) enqueueLocked(item T, hash uint64, at int64, prio int) {
+	st, ref := q.states.FindOrInsert(hash, item, queueDirty)
+	if st&queueDirty != 0 {
+		if prio != 0 || q.prios.pendingN > 0 {
+			q.raiseLocked(item, hash, at, prio, st, ref)
+		}
 		return
 	}
-	q.enqueuePlainLocked(item, hash, at)
-}
-
-// enqueuePlainLocked is enqueueLocked while no priority is in use.
-func (q *Queue[T]) enqueuePlainLocked(item T, hash uint64, at int64) {
-	st, ref := q.states.FindOrInsert(hash, item, queueDirty)
-	switch {
-	case st&queueDirty != 0:
-		return
-	case st != 0:
+	if st != 0 {
 		q.states.Set(ref, item, st|queueDirty)
 	}
 	if q.metrics != nil {
 		q.metrics.IncAdds()
 	}
+	if prio != 0 {
+		q.addPendingLocked(ref, item, prio) // not dirty: its aux byte is 0
+	}
 	if st&queueProcessing != 0 {
 		return // Done queues it
 	}
-	q.pushReadyLocked(item, hash, at, 0)
+	q.pushReadyLocked(item, hash, at, prio)
+}
+
+// raiseLocked is enqueueLocked for an item that is already dirty, in state
+// st at ref: its pending run rises to prio if that is higher.
+func (q *Queue[T]) raiseLocked(item T, hash uint64, at int64, prio int, st itemstate.State, ref itemstate.Ref) {
+	cur := q.pendingLocked(ref, item)
+	if prio <= cur {
+		return
+	}
+	q.setPendingLocked(ref, item, prio)
+	if st&queueProcessing != 0 {
+		return // Done queues it at prio
+	}
+	// Queued at a lower priority: its entry goes stale, and a new one joins
+	// the end of the new level.
+	if q.prioDepths != nil {
+		q.prioDepths.add(cur, -1)
+	}
+	q.prios.raise(item)
+	q.ready.MarkStale(cur, readyEntry[T]{item: item})
+	q.pushReadyLocked(item, hash, at, prio)
 }
 
 // pushReadyLocked appends item, whose hash is hash, to the FIFO of priority
@@ -192,7 +250,7 @@ func (q *Queue[T]) pushReadyLocked(item T, hash uint64, at int64, prio int) {
 		e.gen = q.prios.pushed(item)
 	}
 	if prio == 0 && q.zero != nil {
-		q.zero.Push(e)
+		q.zero.Push(e) // Push(0, e) without its calls: see zero
 	} else {
 		q.ready.Push(prio, e)
 	}
@@ -207,7 +265,8 @@ func (q *Queue[T]) pushReadyLocked(item T, hash uint64, at int64, prio int) {
 
 // joinTimeLocked returns the time at which an item that joins the FIFO now
 // joins it: the clock's time with metrics, which measure queue latency from
-// it, and 0 without, so that the clock is not read for nothing.
+// it, and with WithMaxReadyWait, which ages ready items from it; 0
+// otherwise, so that the clock is not read for nothing.
 func (q *Queue[T]) joinTimeLocked() int64 {
 	if q.metrics == nil && q.prios.maxReadyWait == 0 {
 		return 0
@@ -220,6 +279,90 @@ func (q *Queue[T]) joinTimeLocked() int64 {
 //
 //go:noinline
 func (q *Queue[T]) clockTimeLocked() int64 { return q.nowLocked() }
+
+// addWithOptions is AddWithOptions; limiter is nil for a DelayingQueue, and
+// budget is the zero gate for it and without WithRetryBudget. A rate-limited
+// add asks the budget as AddRateLimited does (see budgetGate.requeueDelay).
+func (q *Queue[T]) addWithOptions(o AddOptions, limiter RateLimiter[T], budget budgetGate, items []T) {
+	immediate := o.After <= 0 && (!o.RateLimited || limiter == nil)
+	if immediate && len(items) == 1 {
+		_ = q.states.Prefetch(q.states.Hash(items[0])) // as Add does, for the common call
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.shuttingDown {
+		return
+	}
+	if immediate {
+		// Add at a priority, which is no retry.
+		for _, item := range items {
+			q.addLocked(item, q.states.Hash(item), o.Priority)
+		}
+		return
+	}
+	now := q.nowLocked()
+	q.promoteDueAtLocked(now)
+	for _, item := range items {
+		d := o.After
+		if o.RateLimited && limiter != nil {
+			if q.queuedOrWaitingLocked(item) {
+				q.raisePendingLocked(item, o, now)
+				continue
+			}
+			d = budget.requeueDelay(limiter, limiter.When(item))
+			if o.After > 0 {
+				d = min(d, o.After)
+			}
+		}
+		q.addAfterAtLocked(item, d, now, o.Priority) // counts a retry, as AddAfter
+	}
+}
+
+// addAfterLocked is AddAfter on a running queue whose due items have been
+// promoted at time now.
+func (q *Queue[T]) addAfterLocked(item T, d time.Duration, now int64) {
+	q.addAfterAtLocked(item, d, now, 0)
+}
+
+// addAfterAtLocked is addAfterLocked at priority prio.
+func (q *Queue[T]) addAfterAtLocked(item T, d time.Duration, now int64, prio int) {
+	if d <= 0 {
+		if p, waited := q.removeWaitingLocked(item, now); waited {
+			prio = max(prio, p)
+		}
+		q.enqueueLocked(item, q.states.Hash(item), now, prio)
+	} else {
+		q.waitLocked(item, int64(addDuration(time.Duration(now), d)), now, prio)
+	}
+	if q.metrics != nil {
+		q.metrics.IncRetries()
+	}
+}
+
+// raisePendingLocked applies o to an item whose run is pending, for
+// AddWithOptions and AddRateLimited, which do not ask the limiter then: its
+// priority rises to o.Priority if that is higher, and, if it waits, its
+// ready time comes to now+o.After if that is earlier.
+func (q *Queue[T]) raisePendingLocked(item T, o AddOptions, now int64) {
+	if q.delays.waiting.Contains(item) {
+		if o.After > 0 {
+			q.waitLocked(item, int64(addDuration(time.Duration(now), o.After)), now, o.Priority)
+		} else if o.Priority != 0 || q.prios.waitingUsed() {
+			q.prios.wait(item, o.Priority, true)
+		}
+	}
+	hash := q.states.Hash(item)
+	if st, _ := q.states.Find(hash, item); st&queueDirty != 0 {
+		q.enqueueLocked(item, hash, now, o.Priority)
+	}
+}
+
+// queuedOrWaitingLocked reports whether item is queued (dirty) or waits for
+// its delay.
+func (q *Queue[T]) queuedOrWaitingLocked(item T) bool {
+	st, _ := q.states.Find(q.states.Hash(item), item)
+	return st&queueDirty != 0 || q.delays.waiting.Contains(item)
+}
 
 // Len returns the number of queued items that are not being processed: the
 // number of items Get can hand out without blocking. Items that wait for a
@@ -235,6 +378,17 @@ func (q *Queue[T]) Len() int {
 	defer q.mu.Unlock()
 	q.promoteDueLocked()
 	return q.readyLenLocked()
+}
+
+// readyLenLocked returns the number of items Get can hand out: the entries
+// of the levels that are not stale.
+func (q *Queue[T]) readyLenLocked() int {
+	return q.ready.Len() - q.prios.stale
+}
+
+// setDepthLocked reports the depth to the metrics, which must not be nil.
+func (q *Queue[T]) setDepthLocked() {
+	q.metrics.SetDepth(q.readyLenLocked())
 }
 
 // Get blocks until it can hand out an item, and returns it. The caller must
@@ -264,6 +418,19 @@ func (q *Queue[T]) GetContext(ctx context.Context) (item T, err error) {
 	return item, err
 }
 
+// GetWithPriority is [Queue.Get] that also returns the priority at which
+// the item was queued.
+func (q *Queue[T]) GetWithPriority() (item T, priority int, shutdown bool) {
+	item, priority, err := q.get(context.Background())
+	return item, priority, err != nil
+}
+
+// GetContextWithPriority is [Queue.GetContext] that also returns the
+// priority at which the item was queued.
+func (q *Queue[T]) GetContextWithPriority(ctx context.Context) (item T, priority int, err error) {
+	return q.get(ctx)
+}
+
 // get is Get and GetContext. For Get, ctx is Background, which is never
 // done: the wait then registers nothing on ctx.
 func (q *Queue[T]) get(ctx context.Context) (item T, prio int, err error) {
@@ -282,9 +449,7 @@ func (q *Queue[T]) get(ctx context.Context) (item T, prio int, err error) {
 			}
 			return item, 0, context.Cause(ctx)
 		}
-		if q.delays.waiting.Len() > 0 { // promoteDueLocked, inlined by hand
-			q.promoteDueNowLocked()
-		}
+		q.promoteDueLocked()
 		if q.readyLenLocked() > 0 || q.shuttingDown {
 			break
 		}
@@ -302,19 +467,9 @@ func (q *Queue[T]) get(ctx context.Context) (item T, prio int, err error) {
 	if q.readyLenLocked() == 0 {
 		return item, 0, ErrQueueShutDown
 	}
-	var e readyEntry[T]
-	switch {
-	case q.zero == nil || q.prios.stale > 0 || q.prios.maxReadyWait > 0:
-		e, prio = q.popReadyLocked()
-	case q.ready.OnlyZero():
-		e = q.zero.Pop() // only priority 0 is queued, all current: the one FIFO
-	default:
-		e, prio = q.ready.PopPlain() // no fairness, every entry current
-	}
+	e, prio := q.popReadyLocked()
 	// With a backlog, item's state has left the caches: this is Get's one
-	// cache miss, under the lock. Prefetching the next item's state after
-	// unlocking, as Add does for its own, measured slower
-	// (BenchmarkQueueAddGetDone/mode=2p2w).
+	// cache miss, under the lock.
 	_, ref := q.states.Find(e.hash, e.item)
 	q.states.Set(ref, e.item, queueProcessing) // dirty is cleared: a new Add queues it again
 	if prio != 0 {
@@ -332,6 +487,60 @@ func (q *Queue[T]) get(ctx context.Context) (item T, prio int, err error) {
 	return e.item, prio, nil
 }
 
+// popReadyLocked is the one place that picks the next ready item: it takes
+// that item's current entry out of the levels and returns it with its
+// priority. The highest priority goes first, unless WithMaxReadyWait finds
+// an item overdue; within a priority, FIFO, or round-robin across keys with
+// WithFairness. Stale entries (see priorities) are dropped on the way. An
+// item must be ready.
+func (q *Queue[T]) popReadyLocked() (e readyEntry[T], prio int) {
+	for {
+		switch {
+		case q.zero != nil && q.ready.OnlyZero():
+			e, prio = q.zero.Pop(), 0 // only priority 0 holds entries: Pop without its calls (see zero)
+		case q.prios.maxReadyWait > 0:
+			e, prio = q.popOverdueLocked()
+		default:
+			e, prio = q.ready.Pop()
+		}
+		if q.prios.stale == 0 {
+			return e, prio // every entry is current: no lookup
+		}
+		if q.prios.popped(&e) {
+			if q.readyLenLocked() == 0 {
+				q.dropStaleLocked()
+			}
+			return e, prio
+		}
+	}
+}
+
+// popOverdueLocked pops the oldest entry of the level whose oldest entry
+// has waited longest, if that is longer than maxReadyWait, and else the
+// next entry of the highest level. An oldest entry may be stale: the
+// caller then drops it and asks again.
+func (q *Queue[T]) popOverdueLocked() (readyEntry[T], int) {
+	now := q.nowLocked()
+	oldest, oldestAt := 0, int64(0)
+	found := false
+	q.ready.Heads(func(prio int, next readyEntry[T]) bool {
+		if now-next.at > q.prios.maxReadyWait && (!found || next.at < oldestAt) {
+			oldest, oldestAt, found = prio, next.at, true
+		}
+		return true
+	})
+	if !found {
+		return q.ready.Pop()
+	}
+	return q.ready.PopOldest(oldest), oldest
+}
+
+// dropStaleLocked empties the levels, which hold only stale entries, so
+// that the items they refer to are not kept until the next Get.
+func (q *Queue[T]) dropStaleLocked() {
+	q.ready.Clear(func(e readyEntry[T]) { q.prios.popped(&e) })
+}
+
 // wakeGetters wakes every goroutine blocked in Get, so that those whose
 // context has ended return.
 func (q *Queue[T]) wakeGetters() {
@@ -340,20 +549,82 @@ func (q *Queue[T]) wakeGetters() {
 	q.mu.Unlock()
 }
 
+// pendingLocked returns the priority of the pending run of item, which is
+// dirty and was found at ref.
+func (q *Queue[T]) pendingLocked(ref itemstate.Ref, item T) int {
+	if q.prios.pendingN == 0 {
+		return 0
+	}
+	switch id := q.states.Aux(ref, item); id {
+	case 0:
+		return 0
+	case overflowID:
+		return q.prios.overflow[item]
+	default:
+		return q.prios.ids[id-1].prio
+	}
+}
+
+// setPendingLocked sets the priority of the pending run of item, which has
+// an entry at ref.
+func (q *Queue[T]) setPendingLocked(ref itemstate.Ref, item T, prio int) {
+	if q.prios.pendingN > 0 {
+		if id := q.states.Aux(ref, item); id != 0 {
+			q.prios.release(item, id)
+		}
+	}
+	id := uint8(0)
+	if prio != 0 {
+		id = q.prios.idFor(prio)
+		if id == overflowID {
+			q.prios.setOverflow(item, prio)
+		}
+		q.prios.pendingN++
+	}
+	q.states.SetAux(ref, item, id)
+}
+
+// addPendingLocked is setPendingLocked for an item that is not dirty, whose
+// aux byte is therefore 0, and a priority prio that is not 0.
+func (q *Queue[T]) addPendingLocked(ref itemstate.Ref, item T, prio int) {
+	id := q.prios.idFor(prio)
+	if id == overflowID {
+		q.prios.setOverflow(item, prio)
+	}
+	q.prios.pendingN++
+	q.states.SetAux(ref, item, id)
+}
+
+// takePendingLocked is setPendingLocked(ref, item, 0), for Get: the item
+// is handed out for the run that was pending.
+func (q *Queue[T]) takePendingLocked(ref itemstate.Ref, item T) {
+	id := q.states.Aux(ref, item)
+	if id == 0 {
+		return
+	}
+	q.prios.release(item, id)
+	q.states.SetAux(ref, item, 0)
+}
+
 // Done marks item as processed. If it was added again while it was being
 // processed, Done queues it again (even after ShutDown). Done of an item that
-// is not being processed (never handed out, or already done) does nothing;
-// client-go would queue a second copy of it if it was dirty
-// (kubernetes#141079).
+// is not being processed (never handed out, or done since Get last handed it
+// out) does nothing; client-go would queue a second copy of it if it was
+// dirty (kubernetes#141079).
+//
+// The queue knows items, not runs: Done(item) ends the processing of item,
+// whichever Get handed it out. A second Done(item) for one run, made after
+// Get has handed item out again, ends that later run's processing: the
+// next Get may then hand item to another worker while the later run is still
+// in progress. Call Done exactly once for each item Get hands out;
+// client-go behaves the same.
 func (q *Queue[T]) Done(item T) {
 	hash := q.states.Hash(item) // Get has just loaded item's state: no prefetch
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	// Items that became due before this Done are queued before the item it
 	// may queue again.
-	if q.delays.waiting.Len() > 0 { // promoteDueLocked, inlined by hand
-		q.promoteDueNowLocked()
-	}
+	q.promoteDueLocked()
 	st, ref := q.states.Find(hash, item)
 	if st&queueProcessing == 0 {
 		return
@@ -538,27 +809,9 @@ func (q *Queue[T]) promoteDueAtLocked(now int64) {
 		// The item joined the FIFO at its ready time, however late this
 		// promotion runs: queue latency counts from there.
 		e := d.waiting.PopMin()
-		q.enqueuePrioLocked(e.Item, q.states.Hash(e.Item), e.At, q.prios.unwait(e.Item))
+		q.enqueueLocked(e.Item, q.states.Hash(e.Item), e.At, q.prios.unwait(e.Item))
 	}
 	d.arm(now)
-}
-
-// unwaitLocked queues what is due and takes item out of the wait, for an Add
-// of item: the item runs once, now (kubernetes#126027). It returns the
-// priority the item waited with and whether it waited.
-func (q *Queue[T]) unwaitLocked(item T) (int, bool) {
-	if q.delays.waiting.Len() > 0 {
-		return q.unwaitNowLocked(item)
-	}
-	return 0, false
-}
-
-// unwaitNowLocked is unwaitLocked while items wait: out of line, so that
-// unwaitLocked inlines.
-func (q *Queue[T]) unwaitNowLocked(item T) (int, bool) {
-	now := q.nowLocked()
-	q.promoteDueAtLocked(now)
-	return q.removeWaitingLocked(item, now)
 }
 
 // waitLocked makes item wait until at, or until its current ready time if
@@ -667,11 +920,4 @@ func (q *Queue[T]) onTimer() {
 		return
 	}
 	q.promoteDueLocked()
-}
-
-// queuedOrWaitingLocked reports whether item is queued (dirty) or waits for
-// its delay.
-func (q *Queue[T]) queuedOrWaitingLocked(item T) bool {
-	st, _ := q.states.Find(q.states.Hash(item), item)
-	return st&queueDirty != 0 || q.delays.waiting.Contains(item)
 }

@@ -66,6 +66,33 @@ func TestQueueDoneOfItemNotProcessingIsIgnored(t *testing.T) {
 	assert.Equal(t, 0, q.Len())
 }
 
+// TestQueueStrayDoneEndsTheItemsCurrentRun pins what Done's doc promises:
+// the queue tells items apart, not runs, so a second Done for an earlier run,
+// made after Get handed the item out again, ends the later run, and the next
+// Get hands the item out while that run's worker still holds it.
+func TestQueueStrayDoneEndsTheItemsCurrentRun(t *testing.T) {
+	q := backoff.NewQueue[string]()
+	q.Add("a")
+	first, _ := get(t, q.Get)
+	q.Done(first) // the first run ends
+	q.Add("a")
+	second, _ := get(t, q.Get) // a second worker holds a
+	require.Equal(t, "a", second)
+
+	q.Add("a") // dirty while processing: waits for the second run's Done
+	assert.Equal(t, 0, q.Len(), "a is not handed out while its run is processed")
+	q.Done(first) // a stray second Done of the first run
+	assert.Equal(t, 1, q.Len(), "the stray Done ended the second run: a is queued again")
+	third, _ := get(t, q.Get) // handed out while the second worker still holds it
+	assert.Equal(t, "a", third)
+	q.Add("a")
+	q.Done(second) // the second worker's own Done ends the third run
+	assert.Equal(t, 1, q.Len(), "the second worker's Done ended the third run and queued a again")
+	assert.Equal(t, []string{"a"}, getReady[string](t, q))
+	q.Done(third) // a is no longer processing: nothing happens
+	assert.Equal(t, 0, q.Len())
+}
+
 func TestQueueShutDownHandsOutQueuedItemsThenReports(t *testing.T) {
 	q := backoff.NewQueue[int]()
 	q.Add(1)

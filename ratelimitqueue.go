@@ -7,8 +7,9 @@ import (
 // RateLimitingQueue is a [DelayingQueue] that requeues items after a delay
 // chosen by a [RateLimiter]: the queue a controller's workers drain, as
 // client-go's rate-limiting queue is (its method set is exactly
-// workqueue.TypedRateLimitingInterface[T], plus GetContext, NextReadyAt and
-// TakeWaiting), so it can be returned from controller-runtime's
+// workqueue.TypedRateLimitingInterface[T], plus GetContext, GetWithPriority,
+// GetContextWithPriority, AddWithOptions, NextReadyAt and TakeWaiting), so it
+// can be returned from controller-runtime's
 // Options.NewQueue. A worker that fails on an item calls AddRateLimited(item)
 // then Done(item); one that succeeds calls Forget(item) then Done(item).
 // [RunWorkers] does this for you.
@@ -93,6 +94,32 @@ func (q *RateLimitingQueue[T]) AddRateLimited(item T) {
 	}
 	d := q.budget.requeueDelay(q.limiter, q.limiter.When(item))
 	q.addAfterLocked(item, d, now)
+}
+
+// AddWithOptions adds items as o says. It is controller-runtime's
+// priority queue's AddWithOpts:
+//
+//   - With o.RateLimited, each item waits the delay the limiter's When
+//     returns, or o.After if that is positive and shorter. As in
+//     AddRateLimited, an item whose run is already pending (queued, or
+//     waiting) does not ask the limiter: only its priority can rise, and,
+//     if it waits and o.After is positive, its ready time come earlier.
+//   - Without, each item waits o.After, as in AddAfter; o.After ≤ 0 adds it
+//     now, as Add does.
+//   - An item already queued or waiting keeps the higher of its two
+//     priorities and the earlier of its two ready times. An item queued at
+//     a lower priority moves to the end of its new level. An item being
+//     processed that is added again runs once more after Done, at the
+//     highest priority it was added at.
+//
+// Add, AddAfter and AddRateLimited are AddWithOptions at priority 0. As
+// with AddAfter, an item added with a positive delay while it is queued or
+// being processed still waits for a further run.
+//
+// The limiter is called with the queue's lock held (see AddRateLimited).
+// AddWithOptions does nothing once the queue is shutting down.
+func (q *RateLimitingQueue[T]) AddWithOptions(o AddOptions, items ...T) {
+	q.addWithOptions(o, q.limiter, q.budget, items)
 }
 
 // Get is [Queue.Get]; with [WithRetryBudget], the item it hands out counts

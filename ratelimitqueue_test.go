@@ -5,7 +5,6 @@ import (
 	"github.com/retrykit/backoff"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	testclock "k8s.io/utils/clock/testing"
 	testingclock "k8s.io/utils/clock/testing"
 	"testing"
 	"time"
@@ -174,8 +173,8 @@ func TestRateLimitingQueueGetsCountBudgetRequests(t *testing.T) {
 // (a bucket refilling in real time under a queue whose time stands still).
 // NewRateLimitingQueue now refuses the pair when the limiter is ours.
 func TestRateLimitingQueueRejectsALimiterOnAnotherClock(t *testing.T) {
-	fc := testclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	other := testclock.NewFakeClock(fc.Now())
+	fc := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	other := testingclock.NewFakeClock(fc.Now())
 	const want = "backoff: NewRateLimitingQueue: the limiter reads another clock than the queue (pass the same WithClock to both, e.g. one []Option for both)"
 	exp := backoff.NewItemExponentialFailureRateLimiter[string](time.Millisecond, time.Second)
 	for name, tt := range map[string]struct {

@@ -17,7 +17,7 @@ import (
 	"time"
 )
 
-// These tests cover issue 6 §4, faults in user code, where the tests of each
+// These tests cover faults in user code, where the tests of each
 // area stop: a panic in a callback after the code under test has armed
 // timers (the deferred clean-up must still run), the context a poll
 // condition received once its panic has unwound, the timer a non-sliding
@@ -484,7 +484,7 @@ func TestReliabilityShutdownRacesProducers(t *testing.T) {
 	}
 }
 
-// These stress tests cover issue 6 §3 where the concurrency tests of each
+// These stress tests go where the concurrency tests of each
 // area stop: a FakeClock that jumps backwards as well as forwards (SetTime)
 // while many goroutines use the Backoff or a limiter, the memory bound of
 // WithMaxTrackedItems under concurrent failures, and queue shutdowns that

@@ -196,3 +196,29 @@ func (p *workerPool[T]) logFailure(msg string, item T, err error, attrs ...slog.
 	all = append(all, slog.Any("item", item), slog.Any("error", err))
 	l.LogAttrs(p.ctx, slog.LevelError, msg, append(all, attrs...)...)
 }
+
+// priorityOr returns the priority r asks for, or prio if r asks for none.
+func (r Result) priorityOr(prio int) int {
+	if r.Priority != 0 {
+		return r.Priority
+	}
+	return prio
+}
+
+// addRateLimitedAt is AddRateLimited at priority prio, for the workers.
+func (q *RateLimitingQueue[T]) addRateLimitedAt(item T, prio int) {
+	if prio == 0 {
+		q.AddRateLimited(item)
+		return
+	}
+	q.AddWithOptions(AddOptions{RateLimited: true, Priority: prio}, item)
+}
+
+// addAfterAt is AddAfter at priority prio, for the workers.
+func (q *RateLimitingQueue[T]) addAfterAt(item T, d time.Duration, prio int) {
+	if prio == 0 {
+		q.AddAfter(item, d)
+		return
+	}
+	q.AddWithOptions(AddOptions{After: d, Priority: prio}, item)
+}

@@ -14,7 +14,7 @@ import (
 
 // prioQueue is a queue that adds at a priority: ours and controller-runtime's
 // priority queue; client-go's queue, which has no priorities, adds plainly
-// (the comparison the issue asks for: priorities against a plain queue).
+// (what priorities cost against a plain queue).
 type prioQueue interface {
 	AddAt(item, prio int)
 	Get() (item int, shutdown bool)

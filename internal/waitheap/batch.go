@@ -1,8 +1,7 @@
 package waitheap
 
 // batchLen is how many PushOrLower calls the heap collects before applying
-// them together: larger batches gained little in BenchmarkAddAfter (bench/)
-// and hold more items.
+// them together (see BenchmarkAddAfter in bench/).
 const batchLen = 16
 
 // batch holds the latest PushOrLower calls, in call order, until the heap
@@ -11,9 +10,9 @@ const batchLen = 16
 // Why: at millions of waiting items, each call's index probe and stores are
 // cache misses. Applied one per call, they sit between two operations on the
 // caller's mutex, whose locked instructions wait for them, so no two calls'
-// misses overlap. Applied as a batch, hashes first and then one probe after
-// another, the processor runs ahead into the next item's probe while the
-// previous one's misses are outstanding.
+// misses overlap. Applied as a batch, hashes first, then a load of the word
+// where each probe starts, then one probe after another, the batch's misses
+// are outstanding together.
 //
 // Why it is invisible: a batch applied in call order leaves the heap exactly
 // as applying each call at once would, including the order of equal ready
@@ -23,8 +22,7 @@ const batchLen = 16
 // it without applying it (Len, MinAt), so a timer is armed for a batched
 // item as it would be for an entry.
 type batch[T comparable] struct {
-	n     int   // calls[:n] are pending
-	minAt int64 // the earliest at in calls[:n]
+	minAt int64 // the earliest at in the pending calls, calls[:Heap.batched]
 	// calls is allocated by the first PushOrLower, so that a heap that is
 	// never used does not carry it.
 	calls *[batchLen]call[T]
@@ -42,26 +40,26 @@ type call[T comparable] struct {
 // Amortised O(log n); it allocates nothing once the heap has grown.
 func (h *Heap[T]) PushOrLower(item T, at int64) {
 	b := &h.batch
-	if b.n == batchLen {
+	if h.batched == batchLen {
 		h.apply()
 	} else if b.calls == nil {
 		b.calls = new([batchLen]call[T])
 	}
-	if b.n == 0 || at < b.minAt {
+	if h.batched == 0 || at < b.minAt {
 		b.minAt = at
 	}
-	b.calls[b.n] = call[T]{at: at, item: item}
-	b.n++
+	b.calls[h.batched] = call[T]{at: at, item: item}
+	h.batched++
 }
 
 // apply applies the pending calls in order and empties the batch.
 func (h *Heap[T]) apply() {
 	b := &h.batch
-	n := b.n
+	n := h.batched
 	if n == 0 {
 		return
 	}
-	b.n = 0
+	h.batched = 0
 	h.index.prepare(h)
 	// Hashing every item before the first probe starts the probes' loads
 	// sooner (see BenchmarkAddAfter in bench/).
@@ -69,6 +67,7 @@ func (h *Heap[T]) apply() {
 	for k := range n {
 		hv[k] = h.index.hashOf(b.calls[k].item)
 	}
+	h.index.touch(hv[:n])
 	for k := range n {
 		c := &b.calls[k]
 		h.pushOrLowerHashed(c.item, c.at, hv[k])

@@ -18,7 +18,7 @@ import (
 type Entry[T comparable] struct {
 	At   int64  // ready time
 	seq  uint32 // among equal ready times, the lower seq was set first
-	slot uint32 // the entry's slot in the index (hash table builds only)
+	slot uint32 // the entry's slot in the index, with its tag (hash table builds only)
 	Item T
 }
 
@@ -64,18 +64,25 @@ type Heap[T comparable] struct {
 	// heap stays small, the others are allocated at full capacity.
 	chunks [][]Entry[T]
 	spare  []Entry[T] // an empty full-size chunk kept for the next growth, or nil
-	n      int        // the number of entries
+	counts            // the number of entries and of batched calls
 	index  index[T]
 	seq    uint32 // the seq that the next push or lower assigns
 
 	batch batch[T] // PushOrLower calls not applied yet (batch.go)
 }
 
+// counts is the sizes of a Heap. It is not generic, so that a caller's
+// generic code inlines Len at the cost of two loads.
+type counts struct {
+	n       int // the number of entries
+	batched int // the number of batched PushOrLower calls (batch.go)
+}
+
 // Len returns the number of entries plus the number of batched PushOrLower
 // calls: more than zero exactly when an item waits, and the number of
 // waiting items once the batch is applied (Contains, Remove and PopMin
 // apply it).
-func (h *Heap[T]) Len() int { return h.n + h.batch.n }
+func (c *counts) Len() int { return c.n + c.batched }
 
 // entry returns the entry at position i < n.
 func (h *Heap[T]) entry(i int) *Entry[T] {
@@ -90,7 +97,7 @@ func (h *Heap[T]) entry(i int) *Entry[T] {
 // it either pushes a new entry with that time or moves an entry earlier to
 // it.
 func (h *Heap[T]) MinAt() int64 {
-	if h.batch.n > 0 && (h.n == 0 || h.batch.minAt < h.chunks[0][0].At) {
+	if h.batched > 0 && (h.n == 0 || h.batch.minAt < h.chunks[0][0].At) {
 		return h.batch.minAt
 	}
 	return h.chunks[0][0].At

@@ -104,7 +104,7 @@ func (r *batchRun) step(t *testing.T, op, kind, item int, at int64) {
 	h, ref := &r.h, r.ref
 	switch {
 	case kind < 17:
-		if h.batch.n == batchLen {
+		if h.batched == batchLen {
 			r.fullBatches++
 		}
 		h.PushOrLower(item, at)

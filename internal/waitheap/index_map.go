@@ -10,7 +10,7 @@ const keepSize = 1024
 
 // index maps a waiting item to its position in the Heap. Before Go
 // 1.24 there is no allocation-free way to hash an arbitrary comparable value
-// (hash/maphash.Comparable), so this build uses a Go map: about 30 bytes more
+// (hash/maphash.Comparable), so this build uses a Go map: more bytes
 // per waiting item than index.go's table, and a map write for each move
 // of an entry in the heap.
 type index[T comparable] struct {
