@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"github.com/retrykit/backoff"
 	"github.com/retrykit/backoff/backofftest"
-	clocktesting "k8s.io/utils/clock/testing"
-	testclock "k8s.io/utils/clock/testing"
 	testingclock "k8s.io/utils/clock/testing"
 	"log/slog"
 	"net/http"
@@ -21,7 +19,7 @@ import (
 // notify hook, which Retry calls once the wait is set: each wait then ends at
 // once, and the attempts carry the fake times they would have had.
 func ExampleRetry() {
-	clk := testclock.NewFakeClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
+	clk := testingclock.NewFakeClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
 	start := clk.Now()
 	s := backoff.Schedule{Duration: 10 * time.Millisecond, Factor: 2, Steps: 5}
 	attempt := 0
@@ -75,7 +73,7 @@ func ExampleRetry_exhausted() {
 // A server's Retry-After hint replaces the scheduled wait; a hint above the
 // bound (WithMaxRetryAfter, DefaultMaxRetryAfter by default) waits the bound.
 func ExampleRetryAfter() {
-	clk := testclock.NewFakeClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
+	clk := testingclock.NewFakeClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
 	s := backoff.Schedule{Duration: 10 * time.Millisecond, Factor: 2, Steps: 4}
 	hints := []time.Duration{2 * time.Second, 24 * time.Hour}
 	attempt := 0
@@ -574,7 +572,7 @@ func ExampleNewItemExponentialFailureRateLimiter() {
 // controller-runtime's default limiter: 5 ms doubling to 655.36 s, then
 // 1000 s.
 func ExampleDefaultControllerRateLimiter() {
-	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	l := backoff.DefaultControllerRateLimiter[string](backoff.WithClock(clk))
 	for failure := 1; failure <= 20; failure++ {
 		d := l.When("default/web")
@@ -608,7 +606,7 @@ func ExampleDefaultControllerRateLimiter() {
 
 // A bucket shared by all items: a burst at once, then a steady rate.
 func ExampleNewBucketRateLimiter() {
-	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	l := backoff.NewBucketRateLimiter[string](2, 3, backoff.WithClock(clk)) // 2 per second, bursts of 3
 	fmt.Println(whenEach(l, "a", "b", "c", "d", "e"))
 	clk.Step(2 * time.Second) // 4 tokens earned; 2 were owed
@@ -686,7 +684,7 @@ func ExampleWithMaxTrackedItems() {
 // each call must wait; a real caller would sleep that long, or call Wait,
 // which does both. The fake clock stands in for the passing time.
 func ExampleLimiter() {
-	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	start := clk.Now()
 	api := backoff.NewLimiter(10, 5, backoff.WithClock(clk))
 	for call := 1; call <= 8; call++ {
@@ -711,7 +709,7 @@ func ExampleLimiter() {
 // second with bursts of 2, and a client over its limit gets 429 while the
 // others are served. The handler is called in-process.
 func ExampleKeyedLimiter() {
-	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	perClient := backoff.NewKeyedLimiter[string](1, 2, backoff.WithClock(clk), backoff.WithMaxKeys(100_000))
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !perClient.Allow(r.Header.Get("X-Client-ID")) {
@@ -1014,7 +1012,7 @@ func ExampleJitter() {
 // With jitter, each delay is at least twice the one before, at most 2.5
 // times with maxJitterFactor 0.5, and never above the maximum.
 func ExampleNewBackOffWithJitter() {
-	clock := testclock.NewFakeClock(time.Date(2024, time.March, 1, 12, 0, 0, 0, time.UTC))
+	clock := testingclock.NewFakeClock(time.Date(2024, time.March, 1, 12, 0, 0, 0, time.UTC))
 	b := backoff.NewBackOffWithJitter(time.Second, 10*time.Second, 0.5, backoff.WithClock(clock))
 	const id = "default/web"
 
@@ -1041,7 +1039,7 @@ func ExampleNewBackOffWithJitter() {
 // WithExpiry replaces the rule by which a Backoff forgets an id: here after
 // one quiet minute instead of twice the maximum delay (two hours).
 func ExampleWithExpiry() {
-	clock := testclock.NewFakeClock(time.Date(2024, time.March, 1, 12, 0, 0, 0, time.UTC))
+	clock := testingclock.NewFakeClock(time.Date(2024, time.March, 1, 12, 0, 0, 0, time.UTC))
 	oneQuietMinute := func(eventTime, lastUpdate time.Time, _ time.Duration) bool {
 		return eventTime.Sub(lastUpdate) > time.Minute
 	}
@@ -1067,7 +1065,7 @@ func ExampleWithExpiry() {
 // wait b: never an immediate retry, and clients that failed together spread
 // out.
 func ExampleWithJitterKind() {
-	clk := testclock.NewFakeClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
+	clk := testingclock.NewFakeClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
 	s := backoff.Schedule{Duration: 100 * time.Millisecond, Factor: 2, Steps: 4}
 	b := s.Duration
 	_ = backoff.Retry(context.Background(), s, func(context.Context) error {

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	"k8s.io/utils/clock"
-	testclock "k8s.io/utils/clock/testing"
 	testingclock "k8s.io/utils/clock/testing"
 	"strings"
 	"sync"
@@ -29,7 +28,7 @@ var epoch = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
 // once the timer is registered: a test can then count the waiters without
 // polling.
 type armingClock struct {
-	*testclock.FakeClock
+	*testingclock.FakeClock
 	armed chan time.Duration
 }
 
@@ -43,7 +42,7 @@ func (c *armingClock) NewTimer(d time.Duration) clock.Timer {
 // the helpers a test most often runs on a goroutine.
 func TestClockWaitersAreAsDocumented(t *testing.T) {
 	newClock := func() *armingClock {
-		return &armingClock{testclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), make(chan time.Duration)}
+		return &armingClock{testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), make(chan time.Duration)}
 	}
 	t.Run("PollUntilContextTimeout: the timeout and the interval", func(t *testing.T) {
 		c := newClock()
