@@ -94,6 +94,16 @@ type Table[K comparable, V any] struct {
 	stale  Stale[K, V]
 	cursor int // the entry Sweep looks at next
 	maxLen int // MaxLen; lowered by tests
+	// spare holds empty full-size chunks that dropStale emptied, for
+	// appendEntry to use again: a table whose entries go stale and come back
+	// (keys that refill between their calls) then stops allocating and
+	// freeing its storage. At most three times the chunks in use are kept:
+	// as many as the entries that come back between two passes fill (see
+	// Insert), not the peak of a table that has emptied for good.
+	spare [][]entry[K, V]
+	// dropping is whether the last pass before a rebuild dropped a quarter
+	// of the entries or more.
+	dropping bool
 	// shared is index for Prefetch, which takes no lock: it is replaced,
 	// never written through, when the index is rebuilt.
 	shared atomic.Pointer[[]uint32]
@@ -190,8 +200,23 @@ func (t *Table[K, V]) Find(h uint64, key K) *V {
 // table holds MaxLen entries after that.
 func (t *Table[K, V]) Insert(h uint64, key K, v V) *V {
 	if (t.used+1)*maxLoadDen > len(t.index)*maxLoadNum {
+		before := t.live
 		t.dropStale()
-		t.rebuild(t.live + 1)
+		n := t.live + 1
+		dropping := (before-t.live)*4 >= before
+		if dropping && t.dropping {
+			// Two passes in a row dropped a quarter or more: entries are
+			// coming and going (keys that go stale between their calls and
+			// come back), and an index sized for the entries left, 5/8
+			// used, would bring the next pass after 0.4× those entries have
+			// been added. Sized for 2.5 times them (up to the entries it
+			// held), it comes after up to 2.5×, and the cost of the passes
+			// per Insert (a look at each entry, a hash of each entry kept)
+			// falls up to sixfold.
+			n = max(n, min(before, t.live*5/2))
+		}
+		t.dropping = dropping
+		t.rebuild(n)
 	}
 	if t.live >= t.maxLen {
 		panic("keytable: Insert into a table of MaxLen entries")
@@ -222,11 +247,16 @@ func (t *Table[K, V]) place(h uint64, n int) {
 func (t *Table[K, V]) appendEntry(n int) *entry[K, V] {
 	c := n >> chunkBits
 	if c == len(t.chunks) {
-		room := chunkLen
-		if c == 0 {
-			room = firstChunkLen
+		switch {
+		case c == 0:
+			t.chunks = append(t.chunks, make([]entry[K, V], 0, firstChunkLen))
+		case len(t.spare) > 0:
+			t.chunks = append(t.chunks, t.spare[len(t.spare)-1])
+			t.spare[len(t.spare)-1] = nil
+			t.spare = t.spare[:len(t.spare)-1]
+		default:
+			t.chunks = append(t.chunks, make([]entry[K, V], 0, chunkLen))
 		}
-		t.chunks = append(t.chunks, make([]entry[K, V], 0, room))
 	}
 	chunk := t.chunks[c]
 	if len(chunk) == cap(chunk) {
@@ -317,6 +347,9 @@ func (t *Table[K, V]) dropStale() {
 	for c := range t.chunks {
 		switch {
 		case c >= chunks:
+			if len(t.spare) < 3*chunks {
+				t.spare = append(t.spare, t.chunks[c][:0]) // cleared above
+			}
 			t.chunks[c] = nil
 		case c == chunks-1:
 			t.chunks[c] = t.chunks[c][:kept-c<<chunkBits]
