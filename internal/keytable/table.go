@@ -40,6 +40,12 @@ const (
 	// than 7/8 of its slots are used, and is rebuilt 5/8 used.
 	maxLoadNum, maxLoadDen = 7, 8
 	rebuildNum, rebuildDen = 8, 5 // slots per entry after a rebuild
+	// churnFactor: while entries keep going stale and coming back, the index
+	// is sized for this many times the entries a pass leaves (see Insert),
+	// and churnSpare times the chunks in use are kept for reuse, enough for
+	// the entries added until the next pass (1.4×churnFactor times those
+	// left, at most).
+	churnFactor, churnSpare = 4, 5
 )
 
 // Table maps keys to values of type V, held inline. Its zero value is not
@@ -97,9 +103,9 @@ type Table[K comparable, V any] struct {
 	// spare holds empty full-size chunks that dropStale emptied, for
 	// appendEntry to use again: a table whose entries go stale and come back
 	// (keys that refill between their calls) then stops allocating and
-	// freeing its storage. At most three times the chunks in use are kept:
-	// as many as the entries that come back between two passes fill (see
-	// Insert), not the peak of a table that has emptied for good.
+	// freeing its storage. At most churnSpare times the chunks in use are
+	// kept: as many as the entries that come back between two passes fill
+	// (see Insert), not the peak of a table that has emptied for good.
 	spare [][]entry[K, V]
 	// dropping is whether the last pass before a rebuild dropped a quarter
 	// of the entries or more.
@@ -209,11 +215,11 @@ func (t *Table[K, V]) Insert(h uint64, key K, v V) *V {
 			// coming and going (keys that go stale between their calls and
 			// come back), and an index sized for the entries left, 5/8
 			// used, would bring the next pass after 0.4× those entries have
-			// been added. Sized for 2.5 times them (up to the entries it
-			// held), it comes after up to 2.5×, and the cost of the passes
-			// per Insert (a look at each entry, a hash of each entry kept)
-			// falls up to sixfold.
-			n = max(n, min(before, t.live*5/2))
+			// been added. Sized for churnFactor times them (up to the
+			// entries it held), it comes after up to 1.4×churnFactor−1
+			// times, and the cost of the passes per Insert (a look at each
+			// entry, a hash of each entry kept) falls accordingly.
+			n = max(n, min(before, t.live*churnFactor))
 		}
 		t.dropping = dropping
 		t.rebuild(n)
@@ -347,7 +353,7 @@ func (t *Table[K, V]) dropStale() {
 	for c := range t.chunks {
 		switch {
 		case c >= chunks:
-			if len(t.spare) < 3*chunks {
+			if len(t.spare) < churnSpare*chunks {
 				t.spare = append(t.spare, t.chunks[c][:0]) // cleared above
 			}
 			t.chunks[c] = nil
