@@ -208,7 +208,9 @@ func (l *Limiter) Allow() bool { return l.AllowN(1) }
 // tokens; otherwise it takes nothing. It is false whenever n exceeds the
 // burst (unless the limit is infinite). A negative n counts as 0. It never
 // blocks and allocates nothing; while the bucket is empty, a refusal takes
-// no lock, so refusals from many goroutines do not contend.
+// no lock, so refusals from many goroutines do not contend; and while the
+// bucket is full again at every call (a limiter that is not saturated),
+// AllowN(1) takes no lock either, only a compare-and-swap.
 func (l *Limiter) AllowN(n int) bool {
 	now := l.now()
 	if n == 1 {
