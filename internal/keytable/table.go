@@ -84,7 +84,11 @@ const (
 // drops every entry its Stale function approves, closing the gaps in order
 // (so the entries left keep the order they were added in), and rebuilds the
 // index for the entries left, which may mean shrinking it. That pass is
-// O(entries) and comes once per at least 0.4×entries insertions. Sweep
+// O(entries) and comes once per at least 0.4×entries insertions; while
+// passes keep dropping many entries (entries that go stale and come back),
+// the index is sized for churnFactor times the entries left, so that it
+// comes once per several times them, and the storage emptied is kept for
+// the entries that come back. Sweep
 // drops entries one at a time instead: the last entry moves into the
 // dropped one's place, so the storage stays dense without a pass, and its
 // index slot is renumbered (a free list would keep the order but leave
