@@ -6,7 +6,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	clocktesting "k8s.io/utils/clock/testing"
-	testingclock "k8s.io/utils/clock/testing"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -49,7 +48,7 @@ func TestLimiterLockFreeRefusalMatchesLocked(t *testing.T) {
 	fastRefusals, fastGrants := 0, 0
 	for seq := range sequences {
 		rng := rand.New(rand.NewPCG(uint64(seq), 14))
-		clk := testingclock.NewFakeClock(epoch)
+		clk := clocktesting.NewFakeClock(epoch)
 		l := NewLimiter(limits[rng.IntN(len(limits)-1)], 1+rng.IntN(5), WithClock(clk))
 		var open []Reservation
 		for op := range 300 {
