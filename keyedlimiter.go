@@ -19,7 +19,9 @@ import (
 // full, are the same thing: a full bucket. The limiter keeps state only for
 // keys whose buckets are not full, and reclaims the others as it is used:
 // when its table would have to grow to add a key, it first drops every key
-// whose bucket is full again, and sizes the table for the keys left. No
+// whose bucket is full again, and sizes the table for the keys left (for a
+// few times them while keys keep refilling between their calls and coming
+// back, so that the drops do not come at every few new keys). No
 // goroutine sweeps; memory follows the number of keys whose buckets are not
 // full, not the number of keys ever seen (a table that stops receiving new
 // keys keeps what it holds until new keys arrive). Memory is bounded

@@ -69,15 +69,38 @@ type Limiter struct {
 	// grant come sooner (Cancel, SetLimit, SetBurst), or, for takes, could
 	// in float rounding land an earning a hair above the unsplit one.
 	refusedBefore atomic.Int64
-	_             [64]byte // keeps the mutex's line, written by every grant, off the fields every call reads
+
+	// grantedAt lets AllowN(1) grant without the lock while the bucket
+	// refills faster than it is drawn on (a limiter that is not saturated).
+	// When it is an instant T ≥ 0, the bucket's state is not in bucket and
+	// lastEvent but here: burst−1 tokens earned up to T, the last event at
+	// T, as a grant that found the bucket full leaves it. A grant at an
+	// instant at least refillAfter later finds it full again, whatever
+	// happened in between, and leaves the same form at its own instant: so
+	// the grant is a clock read, a comparison and a compare-and-swap of T,
+	// the answer and the state being exactly what the locked path computes
+	// (see bucketState.refillAfter). Any other call, and a grant that comes
+	// sooner, takes the lock and moves the state back into bucket first
+	// (claimLocked); a grant under the lock that leaves the form puts it
+	// here again (publishLocked). −1 when the state is in bucket.
+	//
+	// refillAfter changes, under mu, only with the limit and the burst, and
+	// only while grantedAt is −1. A grant that read grantedAt before such a
+	// change cannot succeed after it: grantedAt is published again only at
+	// an instant later than the change's (paramsAt), and it never decreases,
+	// so the compare-and-swap sees a different value.
+	grantedAt   atomic.Int64
+	refillAfter atomic.Int64 // maxDuration when the form cannot be kept
+	_           [64]byte     // keeps the mutex's line, written by every locked call, off the fields every call reads
 
 	timers timerPool
 
 	mu        sync.Mutex
 	limit     float64       // ≥ 0; InfLimit means no limit
 	burst     int           // ≥ 0
-	bucket    bucketState   // guarded by mu
+	bucket    bucketState   // guarded by mu; stale while grantedAt ≥ 0
 	lastEvent time.Duration // the latest reservation's time-to-act; for Cancel
+	paramsAt  time.Duration // the instant of the last change of limit or burst
 }
 
 // NewLimiter returns a [Limiter] that allows r events per second on average
@@ -104,6 +127,8 @@ func (l *Limiter) init(r float64, burst int) {
 	l.limit = sanitizeLimit(r)
 	l.burst = burst
 	l.bucket.tokens = float64(burst)
+	l.grantedAt.Store(-1)
+	l.refillAfter.Store(int64(refillAfter(l.limit, l.burst)))
 }
 
 // now returns the current instant: the time since the limiter was made,
@@ -134,6 +159,7 @@ func (l *Limiter) Tokens() float64 {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.claimLocked()
 	return l.bucket.tokensAt(now, l.limit, l.burst)
 }
 
@@ -146,9 +172,11 @@ func (l *Limiter) SetLimit(r float64) {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.claimLocked()
 	l.forgetLocked()
 	l.bucket.settle(now, l.limit, l.burst)
 	l.limit = sanitizeLimit(r)
+	l.paramsChangedLocked()
 }
 
 // SetBurst changes the burst from now on. The tokens held are not cut at
@@ -158,9 +186,18 @@ func (l *Limiter) SetBurst(burst int) {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.claimLocked()
 	l.forgetLocked()
 	l.bucket.settle(now, l.limit, l.burst)
 	l.burst = max(burst, 0)
+	l.paramsChangedLocked()
+}
+
+// paramsChangedLocked follows a change of the limit or the burst, made with
+// the state in bucket (see grantedAt).
+func (l *Limiter) paramsChangedLocked() {
+	l.paramsAt = l.bucket.last
+	l.refillAfter.Store(int64(refillAfter(l.limit, l.burst)))
 }
 
 // Allow reports whether an event may happen now, and if so takes its token.
@@ -171,14 +208,24 @@ func (l *Limiter) Allow() bool { return l.AllowN(1) }
 // tokens; otherwise it takes nothing. It is false whenever n exceeds the
 // burst (unless the limit is infinite). A negative n counts as 0. It never
 // blocks and allocates nothing; while the bucket is empty, a refusal takes
-// no lock, so refusals from many goroutines do not contend.
+// no lock, so refusals from many goroutines do not contend; and while the
+// bucket is full again at every call (a limiter that is not saturated),
+// AllowN(1) takes no lock either, only a compare-and-swap.
 func (l *Limiter) AllowN(n int) bool {
 	now := l.now()
+	if n == 1 {
+		for t := l.grantedAt.Load(); t >= 0 && int64(now)-t >= l.refillAfter.Load(); t = l.grantedAt.Load() {
+			if l.grantedAt.CompareAndSwap(t, int64(now)) {
+				return true // see grantedAt
+			}
+		}
+	}
 	if n > 0 && int64(now) < l.refusedBefore.Load() {
 		return false // see refusedBefore
 	}
 	n = max(n, 0)
 	l.mu.Lock()
+	l.claimLocked()
 	// reserveLocked(now, n, 0) without building the Reservation: Allow is
 	// the hot path (see BenchmarkLimiterAllow in bench/).
 	ok := l.limit == InfLimit
@@ -186,6 +233,7 @@ func (l *Limiter) AllowN(n int) bool {
 		if _, ok = l.bucket.take(now, n, l.limit, l.burst, 0); ok {
 			l.lastEvent = now // the time-to-act of a grant with no wait
 			l.noteFirstGrantLocked()
+			l.publishLocked()
 		} else if l.refusedBefore.Load() == 0 {
 			// Unchanged bucket, so a word already set still holds.
 			l.noteFirstGrantLocked()
@@ -193,6 +241,27 @@ func (l *Limiter) AllowN(n int) bool {
 	}
 	l.mu.Unlock()
 	return ok
+}
+
+// claimLocked moves the bucket's state into bucket and lastEvent, if it is
+// in grantedAt, before a call under the lock reads or changes it.
+func (l *Limiter) claimLocked() {
+	if l.grantedAt.Load() < 0 {
+		return // only the lock's holder sets it from −1
+	}
+	t := time.Duration(l.grantedAt.Swap(-1))
+	l.bucket = bucketState{tokens: float64(l.burst) - 1, last: t}
+	l.lastEvent = t
+}
+
+// publishLocked moves the bucket's state into grantedAt after a grant under
+// the lock, if the grant left it in the form grantedAt holds.
+func (l *Limiter) publishLocked() {
+	s := l.bucket
+	if s.tokens == float64(l.burst)-1 && l.lastEvent == s.last && s.last > l.paramsAt &&
+		l.refillAfter.Load() < int64(maxDuration) {
+		l.grantedAt.Store(int64(s.last))
+	}
 }
 
 // noteFirstGrantLocked sets refusedBefore for the bucket as it is now.
@@ -232,6 +301,7 @@ func (l *Limiter) ReserveN(n int) Reservation {
 // reserveLocked is x/time/rate's reserveN at instant now. It also returns
 // the wait, which the reservation's time-to-act holds only up to saturation.
 func (l *Limiter) reserveLocked(now time.Duration, n int, maxWait time.Duration) (Reservation, time.Duration) {
+	l.claimLocked()
 	n = max(n, 0)
 	if l.limit == InfLimit {
 		// The limit recorded is 0, as x/time/rate records it, which matters
@@ -253,6 +323,7 @@ func (l *Limiter) reserveLocked(now time.Duration, n int, maxWait time.Duration)
 // wait, without building a Reservation. It still records the event's time, so
 // that a Reservation of the same Limiter cancelled later sees it.
 func (l *Limiter) takeOneLocked(now time.Duration) time.Duration {
+	l.claimLocked()
 	if l.limit == InfLimit {
 		return 0
 	}
@@ -269,6 +340,7 @@ func (l *Limiter) instant() time.Duration { return l.now() }
 func (l *Limiter) cancelReservation(r *Reservation, now time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.claimLocked()
 	if l.limit == InfLimit {
 		return
 	}

@@ -6,7 +6,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	clocktesting "k8s.io/utils/clock/testing"
-	testingclock "k8s.io/utils/clock/testing"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -22,6 +21,11 @@ func lockedAllowN(l *Limiter, now time.Duration, n int) bool {
 		return true
 	}
 	s := l.bucket
+	if t := l.grantedAt.Load(); t >= 0 {
+		// The state is in grantedAt (claimLocked would move it, and so keep
+		// the lock-free grant from being exercised).
+		s = bucketState{tokens: float64(l.burst) - 1, last: time.Duration(t)}
+	}
 	_, ok := s.take(now, max(n, 0), l.limit, l.burst, 0)
 	return ok
 }
@@ -29,9 +33,11 @@ func lockedAllowN(l *Limiter, now time.Duration, n int) bool {
 // TestLimiterLockFreeRefusalMatchesLocked runs random sequences of AllowN,
 // ReserveN, Cancel, SetLimit and SetBurst, with the clock stepped by random
 // amounts, back, and above all onto refusedBefore and the nanosecond before
-// it, and checks every AllowN against the locked path's answer for the
-// same instant and bucket: a stale or late refusedBefore after any change
-// is a wrong refusal, a wrong instant a refusal or a grant off by 1 ns.
+// it (and onto grantedAt+refillAfter and the nanosecond before it), and
+// checks every AllowN against the locked path's answer for the same instant
+// and bucket: a stale or late refusedBefore after any change is a wrong
+// refusal, a wrong instant a refusal or a grant off by 1 ns; a lock-free
+// grant on a bucket that is not full again is a wrong grant.
 func TestLimiterLockFreeRefusalMatchesLocked(t *testing.T) {
 	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	limits := []float64{0, 0.5, 3, 7.3, 10, 1e6, 1e6 + 1, 3.3e7, InfLimit}
@@ -39,10 +45,10 @@ func TestLimiterLockFreeRefusalMatchesLocked(t *testing.T) {
 	if testing.Short() {
 		sequences = 40
 	}
-	fastRefusals := 0
+	fastRefusals, fastGrants := 0, 0
 	for seq := range sequences {
 		rng := rand.New(rand.NewPCG(uint64(seq), 14))
-		clk := testingclock.NewFakeClock(epoch)
+		clk := clocktesting.NewFakeClock(epoch)
 		l := NewLimiter(limits[rng.IntN(len(limits)-1)], 1+rng.IntN(5), WithClock(clk))
 		var open []Reservation
 		for op := range 300 {
@@ -52,6 +58,10 @@ func TestLimiterLockFreeRefusalMatchesLocked(t *testing.T) {
 					clk.SetTime(epoch.Add(t - time.Duration(rng.IntN(2)))) // may step back
 				}
 			case 2:
+				if g := l.grantedAt.Load(); g >= 0 && rng.IntN(2) == 0 {
+					clk.SetTime(epoch.Add(time.Duration(g + l.refillAfter.Load() - rng.Int64N(2))))
+					break
+				}
 				clk.Step(time.Duration(rng.Int64N(int64(time.Microsecond))))
 			case 3:
 				clk.Step(time.Duration(rng.Int64N(int64(time.Second))))
@@ -67,6 +77,9 @@ func TestLimiterLockFreeRefusalMatchesLocked(t *testing.T) {
 				want := lockedAllowN(l, now, n)
 				if n > 0 && int64(now) < l.refusedBefore.Load() {
 					fastRefusals++
+				}
+				if g := l.grantedAt.Load(); n == 1 && g >= 0 && int64(now)-g >= l.refillAfter.Load() {
+					fastGrants++
 				}
 				require.Equal(t, want, l.AllowN(n), "AllowN(%d): %s", n, where)
 			case k < 15:
@@ -85,6 +98,7 @@ func TestLimiterLockFreeRefusalMatchesLocked(t *testing.T) {
 		}
 	}
 	require.Greater(t, fastRefusals, sequences, "the lock-free refusal was exercised")
+	require.Greater(t, fastGrants, sequences/4, "the lock-free grant was exercised")
 }
 
 // reserveForTest takes n tokens from s at now, as Limiter.ReserveN does, and

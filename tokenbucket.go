@@ -241,3 +241,55 @@ func (s *bucketState) firstGrantOfOne(limit float64, burst int) time.Duration {
 	}
 	return hi
 }
+
+// refillAfter returns the shortest time d ≥ 1 ns after which a bucket left
+// with burst−1 tokens at instant T by a grant (limiter.grantedAt's form) is
+// full again: take(T+d, 1) then caps the tokens at the burst and leaves
+// burst−1 tokens earned up to T+d, the same form. With take's own
+// arithmetic, the condition is (burst−1) + tokensFromDuration(limit, d) ≥
+// burst, non-decreasing in d (see firstGrantOfOne), so the answer is exact.
+// It returns maxDuration when the form cannot be kept: a zero or infinite
+// limit, a burst below 1 or above 2^52 (where burst−1 and the subtraction
+// of the token are not exact), or no such d below maxDuration.
+func refillAfter(limit float64, burst int) time.Duration {
+	if !(limit > 0) || limit == InfLimit || burst < 1 || burst > 1<<52 {
+		return maxDuration
+	}
+	b := float64(burst)
+	full := func(d time.Duration) bool { return b-1+tokensFromDuration(limit, d) >= b }
+	if !full(maxDuration - 1) {
+		return maxDuration
+	}
+	lo, hi := time.Duration(0), maxDuration-1 // invariant: !full(lo) or lo = 0; full(hi)
+	if est := float64(time.Second) / limit; est < float64(maxDuration-1) {
+		guess := max(time.Duration(est), 1)
+		if full(guess) {
+			hi = guess
+			for step := time.Duration(1); hi-step > lo; step *= 2 {
+				if !full(hi - step) {
+					lo = hi - step
+					break
+				}
+				hi -= step
+			}
+		} else {
+			lo = guess
+			for step := time.Duration(1); step > 0 && step < hi-lo; step *= 2 {
+				if full(lo + step) {
+					hi = lo + step
+					break
+				}
+				lo += step
+			}
+		}
+	}
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if full(mid) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
+}

@@ -2,7 +2,9 @@ package bench
 
 import (
 	"context"
+	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -71,34 +73,45 @@ func (k *xrateKeyed) Allow(key string) bool {
 
 var sinkAllowed atomic.Int64
 
-// BenchmarkLimiterAllow measures Allow on one limiter at 1,000,000 events
-// per second with bursts of 100 (so that some calls are refused), from one
-// goroutine and from GOMAXPROCS goroutines at once.
+// BenchmarkLimiterAllow measures Allow on one limiter, from one goroutine
+// and from GOMAXPROCS goroutines at once, with two loads: at 1,000,000
+// events per second with bursts of 100 (the rows without load=), so that
+// many calls are refused; and, as load=admitting, at 1e9 events per second
+// with bursts of 1,000,000, so that every call is admitted, as it is on a
+// limiter that is not saturated.
 func BenchmarkLimiterAllow(b *testing.B) {
 	forEach(b, pacerImpls, func(b *testing.B, mk func(float64, int) pacer) {
-		b.Run("mode=serial", func(b *testing.B) {
-			b.ReportAllocs()
-			l := mk(1e6, 100)
+		benchAllow(b, func() pacer { return mk(1e6, 100) })
+		b.Run("load=admitting", func(b *testing.B) {
+			benchAllow(b, func() pacer { return mk(1e9, 1e6) })
+		})
+	})
+}
+
+// benchAllow runs Allow on a limiter made by mk, serially and in parallel.
+func benchAllow(b *testing.B, mk func() pacer) {
+	b.Run("mode=serial", func(b *testing.B) {
+		b.ReportAllocs()
+		l := mk()
+		n := 0
+		for b.Loop() {
+			if l.Allow() {
+				n++
+			}
+		}
+		sinkAllowed.Add(int64(n))
+	})
+	b.Run("mode=parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		l := mk()
+		b.RunParallel(func(pb *testing.PB) {
 			n := 0
-			for b.Loop() {
+			for pb.Next() {
 				if l.Allow() {
 					n++
 				}
 			}
 			sinkAllowed.Add(int64(n))
-		})
-		b.Run("mode=parallel", func(b *testing.B) {
-			b.ReportAllocs()
-			l := mk(1e6, 100)
-			b.RunParallel(func(pb *testing.PB) {
-				n := 0
-				for pb.Next() {
-					if l.Allow() {
-						n++
-					}
-				}
-				sinkAllowed.Add(int64(n))
-			})
 		})
 	})
 }
@@ -118,56 +131,79 @@ func BenchmarkLimiterWait(b *testing.B) {
 	})
 }
 
-// keyedFilled caches, per implementation, a keyed limiter filled with every
-// key and the heap it took, so that the 1M-key fill runs once per process.
+// keyedFilled caches, per implementation and parameter set, a keyed
+// limiter filled with every key and the heap it took, so that each 1M-key
+// fill runs once per process.
 var keyedFilled = map[string]struct {
 	l           keyedPacer
 	bytesPerKey float64
 }{}
 
 // BenchmarkKeyedLimiterAllow measures Allow over 1,000,000 keys (100,000
-// with -short), every key already held, at 0.001 events per second and
-// bursts of 10, so that no key refills during a run: ours against one mutex and a
-// map of x/time/rate limiters. B/key is the heap the fill took, per key
-// (the keys' own bytes excluded: they exist before the fill).
+// with -short), every key seen before: ours against one mutex and a map of
+// x/time/rate limiters. B/key is the heap the fill took, per key (the keys'
+// own bytes excluded: they exist before the fill). The row without refill=
+// runs at 0.001 events per second and bursts of 10, so that no key refills
+// during a run; the refill=10 rows at 10 events per second and bursts of
+// 100 (a per-client API limit), so that every key has refilled, at least in
+// part, by the time it comes round again, with the keys visited in the
+// order they were first seen (order=seen) or in a random order fixed for
+// the run (order=random).
 func BenchmarkKeyedLimiterAllow(b *testing.B) {
 	n := 1_000_000
 	if testing.Short() {
 		n = 100_000
 	}
 	ks := keys(n)
+	shuffled := slices.Clone(ks)
+	rand.New(rand.NewPCG(1, 2)).Shuffle(n, func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 	for _, im := range keyedPacerImpls {
 		b.Run("impl="+im.name, func(b *testing.B) {
 			b.Run("keys="+count(n), func(b *testing.B) {
-				f, ok := keyedFilled[im.name]
-				if !ok {
-					var before, after runtime.MemStats
-					runtime.GC()
-					runtime.ReadMemStats(&before)
-					f.l = im.make(0.001, 10)
-					for _, k := range ks {
-						f.l.Allow(k)
-					}
-					runtime.GC()
-					runtime.ReadMemStats(&after)
-					f.bytesPerKey = float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
-					keyedFilled[im.name] = f
-				}
-				b.ReportAllocs()
-				b.ResetTimer()
-				j, allowed := 0, 0
-				for i := 0; i < b.N; i++ {
-					if f.l.Allow(ks[j]) {
-						allowed++
-					}
-					if j++; j == n {
-						j = 0
-					}
-				}
-				b.StopTimer()
-				sinkAllowed.Add(int64(allowed))
-				b.ReportMetric(f.bytesPerKey, "B/key")
+				benchKeyed(b, im, "norefill", ks, 0.001, 10)
+			})
+			b.Run("refill=10", func(b *testing.B) {
+				b.Run("order=seen/keys="+count(n), func(b *testing.B) {
+					benchKeyed(b, im, "seen", ks, 10, 100)
+				})
+				b.Run("order=random/keys="+count(n), func(b *testing.B) {
+					benchKeyed(b, im, "random", shuffled, 10, 100)
+				})
 			})
 		})
 	}
+}
+
+// benchKeyed fills a keyed limiter of im's (once per process and set) with
+// ks, in order, then measures Allow over ks in the same order.
+func benchKeyed(b *testing.B, im impl[func(float64, int) keyedPacer], set string, ks []string, r float64, burst int) {
+	n := len(ks)
+	f, ok := keyedFilled[im.name+"/"+set]
+	if !ok {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		f.l = im.make(r, burst)
+		for _, k := range ks {
+			f.l.Allow(k)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		f.bytesPerKey = float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
+		keyedFilled[im.name+"/"+set] = f
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	j, allowed := 0, 0
+	for i := 0; i < b.N; i++ {
+		if f.l.Allow(ks[j]) {
+			allowed++
+		}
+		if j++; j == n {
+			j = 0
+		}
+	}
+	b.StopTimer()
+	sinkAllowed.Add(int64(allowed))
+	b.ReportMetric(f.bytesPerKey, "B/key")
 }

@@ -40,6 +40,12 @@ const (
 	// than 7/8 of its slots are used, and is rebuilt 5/8 used.
 	maxLoadNum, maxLoadDen = 7, 8
 	rebuildNum, rebuildDen = 8, 5 // slots per entry after a rebuild
+	// churnFactor: while entries keep going stale and coming back, the index
+	// is sized for this many times the entries a pass leaves (see Insert),
+	// and churnSpare times the chunks in use are kept for reuse, enough for
+	// the entries added until the next pass (1.4×churnFactor times those
+	// left, at most).
+	churnFactor, churnSpare = 4, 5
 )
 
 // Table maps keys to values of type V, held inline. Its zero value is not
@@ -78,7 +84,11 @@ const (
 // drops every entry its Stale function approves, closing the gaps in order
 // (so the entries left keep the order they were added in), and rebuilds the
 // index for the entries left, which may mean shrinking it. That pass is
-// O(entries) and comes once per at least 0.4×entries insertions. Sweep
+// O(entries) and comes once per at least 0.4×entries insertions; while
+// passes keep dropping many entries (entries that go stale and come back),
+// the index is sized for churnFactor times the entries left, so that it
+// comes once per several times them, and the storage emptied is kept for
+// the entries that come back. Sweep
 // drops entries one at a time instead: the last entry moves into the
 // dropped one's place, so the storage stays dense without a pass, and its
 // index slot is renumbered (a free list would keep the order but leave
@@ -94,6 +104,19 @@ type Table[K comparable, V any] struct {
 	stale  Stale[K, V]
 	cursor int // the entry Sweep looks at next
 	maxLen int // MaxLen; lowered by tests
+	// spare holds empty full-size chunks that dropStale emptied, for
+	// appendEntry to use again: a table whose entries go stale and come back
+	// (keys that refill between their calls) then stops allocating and
+	// freeing its storage. At most churnSpare times the chunks in use are
+	// kept: as many as the entries that come back between two passes fill
+	// (see Insert), not the peak of a table that has emptied for good.
+	spare [][]entry[K, V]
+	// spareIndex is the index before the last rebuild, kept while entries
+	// come and go (see rebuild).
+	spareIndex []uint32
+	// dropping is whether the last pass before a rebuild dropped a quarter
+	// of the entries or more.
+	dropping bool
 	// shared is index for Prefetch, which takes no lock: it is replaced,
 	// never written through, when the index is rebuilt.
 	shared atomic.Pointer[[]uint32]
@@ -190,8 +213,23 @@ func (t *Table[K, V]) Find(h uint64, key K) *V {
 // table holds MaxLen entries after that.
 func (t *Table[K, V]) Insert(h uint64, key K, v V) *V {
 	if (t.used+1)*maxLoadDen > len(t.index)*maxLoadNum {
+		before := t.live
 		t.dropStale()
-		t.rebuild(t.live + 1)
+		n := t.live + 1
+		dropping := (before-t.live)*4 >= before
+		if dropping && t.dropping {
+			// Two passes in a row dropped a quarter or more: entries are
+			// coming and going (keys that go stale between their calls and
+			// come back), and an index sized for the entries left, 5/8
+			// used, would bring the next pass after 0.4× those entries have
+			// been added. Sized for churnFactor times them (up to the
+			// entries it held), it comes after up to 1.4×churnFactor−1
+			// times, and the cost of the passes per Insert (a look at each
+			// entry, a hash of each entry kept) falls accordingly.
+			n = max(n, min(before, t.live*churnFactor))
+		}
+		t.dropping = dropping
+		t.rebuild(n)
 	}
 	if t.live >= t.maxLen {
 		panic("keytable: Insert into a table of MaxLen entries")
@@ -222,11 +260,16 @@ func (t *Table[K, V]) place(h uint64, n int) {
 func (t *Table[K, V]) appendEntry(n int) *entry[K, V] {
 	c := n >> chunkBits
 	if c == len(t.chunks) {
-		room := chunkLen
-		if c == 0 {
-			room = firstChunkLen
+		switch {
+		case c == 0:
+			t.chunks = append(t.chunks, make([]entry[K, V], 0, firstChunkLen))
+		case len(t.spare) > 0:
+			t.chunks = append(t.chunks, t.spare[len(t.spare)-1])
+			t.spare[len(t.spare)-1] = nil
+			t.spare = t.spare[:len(t.spare)-1]
+		default:
+			t.chunks = append(t.chunks, make([]entry[K, V], 0, chunkLen))
 		}
-		t.chunks = append(t.chunks, make([]entry[K, V], 0, room))
 	}
 	chunk := t.chunks[c]
 	if len(chunk) == cap(chunk) {
@@ -317,6 +360,9 @@ func (t *Table[K, V]) dropStale() {
 	for c := range t.chunks {
 		switch {
 		case c >= chunks:
+			if len(t.spare) < churnSpare*chunks {
+				t.spare = append(t.spare, t.chunks[c][:0]) // cleared above
+			}
 			t.chunks[c] = nil
 		case c == chunks-1:
 			t.chunks[c] = t.chunks[c][:kept-c<<chunkBits]
@@ -330,7 +376,22 @@ func (t *Table[K, V]) dropStale() {
 // rebuild makes a new index with room for n entries, 5/8 used, and indexes
 // the entries.
 func (t *Table[K, V]) rebuild(n int) {
-	index := make([]uint32, max(n*rebuildNum/rebuildDen, minIndex))
+	size := max(n*rebuildNum/rebuildDen, minIndex)
+	var index []uint32
+	if s := t.spareIndex; cap(s) >= size && cap(s) <= 2*size {
+		index = s[:size]
+		clear(index)
+	} else {
+		index = make([]uint32, size)
+	}
+	t.spareIndex = nil
+	if t.dropping {
+		// Entries come and go: the index replaced is kept for the next
+		// rebuild, which comes soon and asks for about the same size.
+		// Prefetch may still compute an address in it, which is harmless:
+		// it reads no slot.
+		t.spareIndex = t.index
+	}
 	t.index = index
 	t.used = 0
 	for m := range t.live {

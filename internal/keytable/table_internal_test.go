@@ -4,6 +4,7 @@ package keytable
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -432,4 +433,38 @@ func TestTableDropStaleAtChunkEdges(t *testing.T) {
 			require.NotNil(t, tab.Find(tab.Hash(k), k), "keep %d: key %d", keep, k)
 		}
 	}
+}
+
+// TestTableChurnRebuildsRarelyAndReusesItsStorage: when entries go stale
+// between their uses and come back (a key that refills between its calls),
+// every Insert follows a drop. The passes before a rebuild then come once per
+// more than twice the entries held, not once per 0.4× them, and the storage
+// that a pass empties is used again, so that what the table allocates per
+// Insert is a few bytes, not the entries' 32 bytes and a new index per pass.
+func TestTableChurnRebuildsRarelyAndReusesItsStorage(t *testing.T) {
+	const window, inserts = 5000, 200_000
+	tab := newTable()
+	churn := func(from, to int) {
+		for k := from; k < to; k++ {
+			tab.Insert(tab.Hash(k), k, val{n: k})
+			if old := k - window; old >= 0 {
+				tab.Find(tab.Hash(old), old).stale = true
+			}
+		}
+	}
+	churn(0, 4*window) // warm up: the passes have started dropping
+	passes, index := 0, tab.shared.Load()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for k := 4 * window; k < 4*window+inserts; k += window {
+		churn(k, k+window)
+		if p := tab.shared.Load(); p != index {
+			passes, index = passes+1, p
+		}
+	}
+	runtime.ReadMemStats(&after)
+	checkIndex(t, tab)
+	assert.LessOrEqual(t, passes, inserts/(2*window), "rebuilds")
+	assert.Less(t, float64(after.TotalAlloc-before.TotalAlloc)/inserts, 6.0, "bytes allocated per Insert")
+	assert.LessOrEqual(t, tab.Len(), 4*window, "the stale entries are dropped")
 }
