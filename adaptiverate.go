@@ -22,19 +22,24 @@ import (
 // # How the rate moves
 //
 // Until the first throttling answer there is no limit: [AdaptiveRate.Rate]
-// is [InfLimit]. A throttling answer cuts the rate to 0.7 times the rate
-// that met it (at the first, the rate at which requests were being sent) and
-// remembers that rate as the ceiling; successes then raise the rate along a
-// cubic curve of the time since the cut, as TCP CUBIC grows its window:
-// quickly back towards the ceiling, slowly near it, and faster again past
-// it. Against a quota the ceiling is where the quota was found, so a client
-// spends most of its time near it, probing beyond it only slowly: fewer
-// throttled requests than the linear growth of AIMD, which crosses the
-// quota at full speed every cycle, and a quota that grows is found again in
-// seconds. It is the law of AWS SDKs' adaptive retry mode, with the same
-// constants. The rate never grows past twice the rate at which requests
-// were actually sent, so that an idle client does not build up a rate it
-// has never tried, and never falls below one request every 10 s.
+// is [InfLimit]. A throttling answer cuts the rate to 0.7 times the rate that
+// met it, and remembers that rate as the ceiling. The rate that met it is the
+// lowest of the rate allowed, the rate requests were actually sent at, and,
+// when the answer has a Retry-After, the client's successes since the last
+// cut over the time until the quota lets it in again: what the quota really
+// granted it, the best estimate of its share that a client with no view of
+// the others has. Successes then raise the rate along a cubic curve of the
+// time since the cut, as TCP CUBIC grows its window: back to the ceiling in
+// 2 s, then growing past it fifty times more slowly, so that a client
+// spends its time just below where the quota was found and probes beyond it
+// gently. Compared with AIMD, whose linear growth crosses the quota at full
+// speed every cycle, that is fewer throttled requests for the same
+// throughput; compared with AWS SDKs' adaptive mode (CUBIC with an absolute
+// scale), the curve is relative to the ceiling, so it behaves the same at 2
+// and at 2,000 requests per second. The rate never grows past twice the
+// rate at which requests were actually sent, so that an idle client does not
+// build up a rate it has never tried, and never falls below one request every
+// 10 s.
 //
 // A throttling answer that comes within one request interval (at the new
 // rate) of the last cut does not cut again: it answers a request sent
@@ -64,12 +69,14 @@ type AdaptiveRate struct {
 	sent         float64
 	sentBucket   time.Duration // start of the bucket being counted
 	sentInBucket float64
+	succeeded    float64 // successes since the last cut
 }
 
-// The constants of the control law (AWS SDKs' adaptive retry mode).
+// The constants of the control law; see AdaptiveRate's doc.
 const (
 	rateBeta       = 0.7 // a cut's factor
 	rateCubicScale = 0.4 // the curve's scale, in requests per second per second³
+	rateProbeScale = 0.02
 	rateSmoothing  = 0.8 // the weight of the latest bucket in the measured rate
 	rateMin        = 0.1 // requests per second
 	rateBucket     = 500 * time.Millisecond
@@ -179,17 +186,24 @@ func (r *AdaptiveRate) Throttled(retryAfter time.Duration) {
 		return
 	}
 	r.measureLocked(now)
-	base := r.rate
-	if base == InfLimit {
-		base = r.sent
-		if since := now - r.sentBucket; base == 0 && since > 0 {
-			base = r.sentInBucket / since.Seconds()
-		}
+	// The rate that met the answer is the rate requests were sent at, which
+	// is below the rate allowed while the client sends less than it may, or
+	// was held by a Retry-After.
+	base := r.sent
+	if since := now - r.sentBucket; base == 0 && since > 0 {
+		base = r.sentInBucket / since.Seconds()
 	}
+	base = min(base, r.rate)
+	if since := (now - r.cutAt).Seconds() + retryAfter.Seconds(); retryAfter > 0 && r.succeeded > 0 {
+		// What the quota granted this client: its successes since the last
+		// cut, over the time until the quota lets it in again.
+		base = min(base, r.succeeded/since)
+	}
+	r.succeeded = 0
 	base = max(base, rateMin)
 	r.ceiling = base
 	r.cutAt = max(now, 1)
-	r.climb = math.Cbrt(base * (1 - rateBeta) / rateCubicScale)
+	r.climb = math.Cbrt((1 - rateBeta) / rateCubicScale) // 2 s
 	r.setRateLocked(now, base*rateBeta)
 }
 
@@ -198,12 +212,17 @@ func (r *AdaptiveRate) Succeeded() {
 	now := r.now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.succeeded++
 	if r.rate == InfLimit {
 		return
 	}
 	r.measureLocked(now)
 	t := (now - r.cutAt).Seconds() - r.climb
-	v := rateCubicScale*t*t*t + r.ceiling
+	c := rateCubicScale
+	if t > 0 {
+		c *= rateProbeScale
+	}
+	v := r.ceiling * (1 + c*t*t*t)
 	r.setRateLocked(now, min(v, max(2*r.sent, r.rate)))
 }
 
