@@ -430,3 +430,91 @@ func TestScenarioAdaptiveRateSharedQuota(t *testing.T) {
 		}
 	}
 }
+
+// outage describes the outage scenario: Poisson requests at rate per second,
+// each asked of a Throttler(k, window) and, if allowed, sent to a backend
+// that rejects reject of them from outageAt for outageFor, and none
+// otherwise.
+type outage struct {
+	seed                uint64
+	rate                float64
+	k                   float64
+	window              time.Duration
+	reject              float64
+	outageAt, outageFor time.Duration
+	end                 time.Duration
+}
+
+type outageRun struct {
+	// requests[s], sent[s] and accepted[s] count, in second s, the calls of
+	// Allow, those it let through, and those the backend accepted.
+	requests, sent, accepted []int
+}
+
+func (s outage) run() outageRun {
+	rng := rand.New(rand.NewPCG(s.seed, 0x07a9e))
+	clk := testingclock.NewFakeClock(scenarioEpoch)
+	th := NewThrottler(s.k, s.window, WithClock(clk))
+	n := int(s.end/time.Second) + 1
+	out := outageRun{make([]int, n), make([]int, n), make([]int, n)}
+	mean := time.Duration(float64(time.Second) / s.rate)
+	for at := exponential(rng, mean); at < s.end; at += exponential(rng, mean) {
+		clk.SetTime(scenarioEpoch.Add(at))
+		sec := at / time.Second
+		out.requests[sec]++
+		if !th.Allow() {
+			continue
+		}
+		out.sent[sec]++
+		ok := at < s.outageAt || at >= s.outageAt+s.outageFor || rng.Float64() >= s.reject
+		if ok {
+			out.accepted[sec]++
+		}
+		th.Record(ok)
+	}
+	return out
+}
+
+func sumOver(counts []int, from, to time.Duration) int {
+	n := 0
+	for s := from / time.Second; s < to/time.Second; s++ {
+		n += counts[s]
+	}
+	return n
+}
+
+// TestScenarioThrottlerOutage checks that the backend sees a tenth of the
+// traffic during the outage and all of it again within 10 s. The issue's
+// other target, requests reaching the backend ≤ 1.1 × k × accepted, is
+// logged but cannot hold: the backend accepts a fifth of what reaches it, so
+// the ratio is 1/(k·0.2) = 2.5 for k = 2 whatever the throttler does, and
+// ≤ 1.1 only for k ≥ 4.6, where it never rejects. What the throttler does
+// bound is requests reaching it ≤ k × accepted + about one per window.
+func TestScenarioThrottlerOutage(t *testing.T) {
+	for _, window := range []time.Duration{2 * time.Second} {
+		for seed := uint64(1); seed <= 3; seed++ {
+			s := outage{seed: seed, rate: 100, k: 2, window: window, reject: 0.8,
+				outageAt: 30 * time.Second, outageFor: 60 * time.Second, end: 150 * time.Second}
+			r := s.run()
+			from, to := s.outageAt, s.outageAt+s.outageFor
+			sent, accepted := sumOver(r.sent, from, to), sumOver(r.accepted, from, to)
+			settledSent, settledAccepted := sumOver(r.sent, from+2*window, to), sumOver(r.accepted, from+2*window, to)
+			back := time.Duration(-1)
+			for sec := to / time.Second; sec < s.end/time.Second; sec++ {
+				if float64(r.sent[sec]) >= 0.95*float64(r.requests[sec]) {
+					back = sec*time.Second + time.Second - to
+					break
+				}
+			}
+			t.Logf("window %v seed %d: during the outage %d of %d requests reached the backend, %d accepted: %.2f× k×accepted (target ≤ 1.1×; from 2 windows in: %d sent, %d accepted, %.2f×); full traffic %v after recovery (target ≤ 10 s)",
+				window, seed, sent, sumOver(r.requests, from, to), accepted, float64(sent)/(s.k*float64(accepted)),
+				settledSent, settledAccepted, float64(settledSent)/(s.k*float64(settledAccepted)), back)
+			if back < 0 || back > 10*time.Second {
+				t.Errorf("window %v seed %d: full traffic %v after recovery, want ≤ 10s", window, seed, back)
+			}
+			if sent > sumOver(r.requests, from, to)/10 {
+				t.Errorf("window %v seed %d: %d requests reached the backend during the outage, want ≤ a tenth of %d", window, seed, sent, sumOver(r.requests, from, to))
+			}
+		}
+	}
+}
