@@ -43,10 +43,12 @@ const (
 // at most once per no-load latency.
 //
 // The no-load latency is measured, never inferred from the latency under
-// load: every 30 s of the clock (and first thing after construction), the
-// limiter admits at most half its limit until the calls in flight have
-// fallen to that level, and takes the mean latency of the next calls it
-// admits as the no-load latency, which may go up as well as down. So a long
+// load: every 30 s of the clock, the limiter admits at most half its limit
+// until the calls in flight have fallen to that level, and takes the mean
+// latency of the next calls it admits as the no-load latency, which may go
+// up as well as down. The first measurement, right after construction, runs
+// at the initial limit; so choose one the downstream can serve without
+// queueing, or the limit falls to where it belongs only after the second. So a long
 // overload cannot raise it (the failure of latency baselines that are a
 // minimum or an average of recent samples: every sample of a long incident
 // includes queueing, and the limit stops falling), and a downstream that
@@ -159,6 +161,7 @@ func NewAdaptiveLimiter(opts ...Option) *AdaptiveLimiter {
 	l := &AdaptiveLimiter{clock: c.clock, epoch: c.clock.Now(), minLimit: lo, maxLimit: hi}
 	l.limit = float64(min(max(initial, lo), hi))
 	l.startProbeLocked()
+	l.probe.limit = int(l.limit) // the first measurement runs at the initial limit
 	return l
 }
 
