@@ -95,14 +95,15 @@ func (t *Throttler) Allow() bool {
 
 // Record reports whether the downstream accepted a request that Allow let
 // through. Only acceptances are counted: a refusal is already a request.
+// Record does not read the clock: an acceptance is counted in the bucket of
+// the latest Allow, which is where its request was counted (the window's
+// precision is a bucket anyway), and it halves the cost of a decision.
 func (t *Throttler) Record(accepted bool) {
 	if !accepted {
 		return
 	}
-	now := max(t.clock.Since(t.epoch), 0)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.advanceLocked(now)
 	t.accepts++
 	t.buckets[t.head%throttlerBuckets].accepts++
 }
