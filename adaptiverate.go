@@ -30,7 +30,7 @@ import (
 // granted it, the best estimate of its share that a client with no view of
 // the others has. Successes then raise the rate along a cubic curve of the
 // time since the cut, as TCP CUBIC grows its window: back to the ceiling in
-// 2 s, then growing past it fifty times more slowly, so that a client
+// under a second, then growing past it fifty times more slowly, so that a client
 // spends its time just below where the quota was found and probes beyond it
 // gently. Compared with AIMD, whose linear growth crosses the quota at full
 // speed every cycle, that is fewer throttled requests for the same
@@ -74,11 +74,11 @@ type AdaptiveRate struct {
 
 // The constants of the control law; see AdaptiveRate's doc.
 const (
-	rateBeta       = 0.7 // a cut's factor
-	rateCubicScale = 0.4 // the curve's scale, in requests per second per second³
-	rateProbeScale = 0.02
-	rateSmoothing  = 0.8 // the weight of the latest bucket in the measured rate
-	rateMin        = 0.1 // requests per second
+	rateBeta       = 0.7  // a cut's factor
+	rateCubicScale = 0.4  // the curve's scale, in multiples of the ceiling per second³
+	rateProbeScale = 0.02 // the share of the scale past the ceiling
+	rateSmoothing  = 0.8  // the weight of the latest bucket in the measured rate
+	rateMin        = 0.1  // requests per second
 	rateBucket     = 500 * time.Millisecond
 )
 
@@ -203,7 +203,7 @@ func (r *AdaptiveRate) Throttled(retryAfter time.Duration) {
 	base = max(base, rateMin)
 	r.ceiling = base
 	r.cutAt = max(now, 1)
-	r.climb = math.Cbrt((1 - rateBeta) / rateCubicScale) // 2 s
+	r.climb = math.Cbrt((1 - rateBeta) / rateCubicScale) // 0.9 s
 	r.setRateLocked(now, base*rateBeta)
 }
 
