@@ -33,14 +33,21 @@ const (
 // # How the limit moves
 //
 // The limiter keeps two figures: the no-load latency, which it measures at a
-// reduced concurrency, and the limit. After every window of samples it
+// reduced concurrency, and the limit. After every window of 16 samples it
 // compares the window's mean latency with the no-load latency: when the
 // downstream queues, latency grows in proportion to the calls in flight
-// beyond its capacity, so the limit is scaled by their ratio (by at most
-// half per window), then given a headroom of its square root, so that it
-// keeps finding out whether more would be served. It grows only while at
-// least half the limit was in use. A dropped call cuts the limit by a tenth,
-// at most once per no-load latency.
+// beyond its capacity, so their ratio says how far the limit is above it.
+// The target is the limit scaled by that ratio (at most halved), plus a
+// headroom of its square root, so that the limit keeps finding out whether
+// more would be served; the limit moves a quarter of the way to the target,
+// so that one noisy window does not swing it. It settles where the calls in
+// flight exceed the downstream's concurrency by about the headroom: the
+// downstream stays busy, and its queue stays short. It grows only while at
+// least half the limit was in use. A dropped call cuts the limit by a tenth
+// at once, at most once per no-load latency (the calls in flight when it
+// fell report the same overload). This is the gradient law of Netflix's
+// concurrency-limits, with the baseline below in place of its minimum
+// latency.
 //
 // The no-load latency is measured, never inferred from the latency under
 // load: every 30 s of the clock, the limiter admits at most half its limit
