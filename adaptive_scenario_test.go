@@ -2,9 +2,13 @@ package backoff
 
 import (
 	"container/heap"
+	"flag"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +22,11 @@ import (
 // the figures:
 //
 //	go test -run 'Scenario' -v .
+//
+// and add -scenario-csv=DIR to write the capacity drop's time series (per
+// second: capacity, offered load, goodput, limit, p99 latency) for a plot.
+
+var scenarioCSV = flag.String("scenario-csv", "", "write the capacity-drop scenario's time series to this directory")
 
 var scenarioEpoch = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
 
@@ -234,11 +243,33 @@ func (s capacityDrop) noLoadP99() time.Duration {
 	return time.Duration(float64(s.median) * math.Exp(s.sigma*2.3263))
 }
 
+// writeCSV writes the run's time series, one row per second.
+func (r capacityDropRun) writeCSV(t *testing.T, s capacityDrop, name string) {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("second,capacity_per_s,offered_per_s,goodput_per_s,limit,p99_latency_ms\n")
+	for sec := range len(r.completions) - 1 {
+		from, to := time.Duration(sec)*time.Second, time.Duration(sec+1)*time.Second
+		workers := s.workers
+		if from >= s.dropAt && (s.restoreAt == 0 || from < s.restoreAt) {
+			workers /= 2
+		}
+		fmt.Fprintf(&b, "%d,%.1f,%d,%d,%.1f,%.1f\n", sec, float64(workers)/r.meanService.Seconds(), r.offered[sec],
+			r.completions[sec], r.meanLimit(from, to), float64(r.latency(0.99, from, to))/float64(time.Millisecond))
+	}
+	if err := os.WriteFile(*scenarioCSV+"/"+name, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestScenarioAdaptiveLimiterCapacityDrop(t *testing.T) {
 	for seed := uint64(1); seed <= 3; seed++ {
 		s := defaultCapacityDrop
 		s.seed = seed
 		r := s.run()
+		if *scenarioCSV != "" && seed == 1 {
+			r.writeCSV(t, s, "capacity-drop.csv")
+		}
 		full := float64(s.workers) / r.meanService.Seconds()
 		reduced := full / 2
 		drop, restore := s.dropAt, s.restoreAt
