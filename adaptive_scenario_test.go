@@ -92,6 +92,9 @@ type capacityDrop struct {
 	overload          float64
 	dropAt, restoreAt time.Duration
 	end               time.Duration
+	// sampled, if set, is called with each recorded latency: a test can
+	// replace the limiter's baseline with one of its own.
+	sampled func(l *AdaptiveLimiter, now, latency time.Duration)
 }
 
 // capacityDropRun is what a run of the scenario observed.
@@ -170,6 +173,9 @@ func (s capacityDrop) run() capacityDropRun {
 			busy--
 			r := &requests[e.id]
 			r.permit.Record()
+			if s.sampled != nil {
+				s.sampled(l, e.at, e.at-r.arrived)
+			}
 			out.completions[e.at/time.Second]++
 			out.admitted = append(out.admitted, struct{ at, latency time.Duration }{r.arrived, e.at - r.arrived})
 			for busy < workers && len(waiting) > 0 {
@@ -548,4 +554,44 @@ func TestScenarioThrottlerOutage(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestScenarioAMinimumLatencyBaselineDrifts is the counterfactual of the
+// test above: the same control law, with the no-load latency taken, as
+// latency-based limiters commonly take it, from recent samples (here the
+// least mean latency of a window of 16 in the last 30 s) instead of being
+// measured at a reduced limit. Under sustained overload every sample
+// includes queueing, so the baseline, and with it the limit, creeps up.
+func TestScenarioAMinimumLatencyBaselineDrifts(t *testing.T) {
+	s := defaultCapacityDrop
+	s.restoreAt, s.end = 0, s.dropAt+10*time.Minute+time.Second
+	type window struct{ at, mean time.Duration }
+	var windows []window
+	var sum time.Duration
+	var n int
+	s.sampled = func(l *AdaptiveLimiter, now, latency time.Duration) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.probe.active, l.probe.measuring, l.probe.next = false, false, maxDuration // no measurement at a reduced limit
+		sum += latency
+		if n++; n < adaptiveWindowSamples {
+			return
+		}
+		windows = append(windows, window{now, sum / time.Duration(n)})
+		sum, n = 0, 0
+		for len(windows) > 0 && windows[0].at < now-30*time.Second {
+			windows = windows[1:]
+		}
+		least := windows[0].mean
+		for _, w := range windows {
+			least = min(least, w.mean)
+		}
+		l.noLoad = least
+	}
+	r := s.run()
+	early := r.meanLimit(s.dropAt+5*time.Second, s.dropAt+15*time.Second)
+	late := r.meanLimit(s.dropAt+10*time.Minute-10*time.Second, s.dropAt+10*time.Minute)
+	p99 := r.latency(0.99, s.dropAt+9*time.Minute, s.dropAt+10*time.Minute)
+	t.Logf("baseline from recent samples: limit 10 s after the drop %.2f, after 10 min %.2f: %.2f×; p99 in the last minute %v = %.2f× no-load",
+		early, late, late/early, p99.Round(time.Millisecond), float64(p99)/float64(s.noLoadP99()))
 }
