@@ -232,7 +232,7 @@ var optionTable = []struct {
 		"NewExponentialBackoffManager", "NewJitteredBackoffManager", "Retry", "RetryValue", "OnError",
 		"ExponentialBackoff", "ExponentialBackoffWithContext", "PollUntilContextCancel", "PollUntilContextTimeout",
 		"Forever", "Until", "UntilWithContext", "NonSlidingUntil", "NonSlidingUntilWithContext", "JitterUntil",
-		"JitterUntilWithContext",
+		"JitterUntilWithContext", "NewAdaptiveLimiter", "NewAdaptiveRate", "NewThrottler",
 	}, "BackoffUntil and BackoffUntilWithContext wait on their manager's clock"},
 	{[]string{"WithExpiry"}, []string{"NewBackOff", "NewBackOffWithJitter"}, ""},
 	{[]string{"WithRequeueJitter", "WithMaxTrackedItems"}, []string{
@@ -250,6 +250,7 @@ var optionTable = []struct {
 	{[]string{"WithName", "WithLogger", "WithMetrics", "WithFairness", "WithMaxReadyWait"},
 		[]string{"NewQueue", "NewDelayingQueue", "NewRateLimitingQueue"},
 		"the name and the logger are used by RunWorkers' logs"},
+	{[]string{"WithMinLimit", "WithMaxLimit", "WithInitialLimit"}, []string{"NewAdaptiveLimiter"}, ""},
 }
 
 var updateOptionTable = flag.Bool("update-option-table", false, "rewrite Option's doc comment from optionTable")

@@ -35,7 +35,8 @@ import (
 //	                        PollUntilContextCancel, PollUntilContextTimeout,
 //	                        Forever, Until, UntilWithContext, NonSlidingUntil,
 //	                        NonSlidingUntilWithContext, JitterUntil,
-//	                        JitterUntilWithContext (BackoffUntil and
+//	                        JitterUntilWithContext, NewAdaptiveLimiter,
+//	                        NewAdaptiveRate, NewThrottler (BackoffUntil and
 //	                        BackoffUntilWithContext wait on their manager's
 //	                        clock)
 //	WithExpiry              NewBackOff, NewBackOffWithJitter
@@ -59,6 +60,9 @@ import (
 //	WithMetrics,
 //	WithFairness,
 //	WithMaxReadyWait
+//	WithMinLimit,           NewAdaptiveLimiter
+//	WithMaxLimit,
+//	WithInitialLimit
 //
 // [Jitter], [NewMaxOfRateLimiter], [NewWithMaxWaitRateLimiter] and
 // [RunWorkers] take no options.
@@ -91,6 +95,9 @@ const (
 	optionMaxReadyWait
 	optionRetryBudget
 	optionRetryBudgetMetrics
+	optionMinLimit
+	optionMaxLimit
+	optionInitialLimit
 )
 
 // config holds every setting an Option can change. Each part of the package
@@ -105,6 +112,7 @@ type config struct {
 	retry   retryConfig   // read by Retry (retry.go)
 	queue   queueConfig   // read by the queues (queue.go)
 	budget  budgetConfig  // read by RetryBudget, Retry and RateLimitingQueue (retrybudget.go)
+	limits  limitsConfig  // read by AdaptiveLimiter (adaptivelimiter.go)
 }
 
 // newConfig applies opts over the defaults. It is the one place that turns
@@ -159,6 +167,12 @@ func newConfig(opts []Option) config {
 			c.budget.budget, _ = o.v.(*RetryBudget)
 		case optionRetryBudgetMetrics:
 			c.budget.metrics, _ = o.v.(RetryBudgetMetrics)
+		case optionMinLimit:
+			c.limits.min = int(o.n)
+		case optionMaxLimit:
+			c.limits.max = int(o.n)
+		case optionInitialLimit:
+			c.limits.initial = int(o.n)
 		}
 	}
 	return c

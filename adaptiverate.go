@@ -1,0 +1,240 @@
+package backoff
+
+import (
+	"context"
+	"math"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// AdaptiveRate is a request rate learned from a downstream's throttling
+// answers, for a quota the caller cannot see: a cloud API's requests per
+// second, shared with other clients, that answers 429 (or 503) with a
+// Retry-After beyond it.
+//
+// Pace each request with [AdaptiveRate.Wait] (or [AdaptiveRate.Allow], which
+// does not wait), and report its answer: [AdaptiveRate.Throttled] for a
+// throttling answer, with its Retry-After, and [AdaptiveRate.Succeeded] for
+// any other.
+//
+// # How the rate moves
+//
+// Until the first throttling answer there is no limit: [AdaptiveRate.Rate]
+// is [InfLimit]. A throttling answer cuts the rate to 0.7 times the rate that
+// met it, and remembers that rate as the ceiling. The rate that met it is the
+// lowest of the rate allowed, the rate requests were actually sent at, and,
+// when the answer has a Retry-After, the client's successes since the last
+// cut over the time until the quota lets it in again: what the quota really
+// granted it, the best estimate of its share that a client with no view of
+// the others has. Successes then raise the rate along a cubic curve of the
+// time since the cut, as TCP CUBIC grows its window: back to the ceiling in
+// under a second, then growing past it fifty times more slowly, so that a client
+// spends its time just below where the quota was found and probes beyond it
+// gently. Compared with AIMD, whose linear growth crosses the quota at full
+// speed every cycle, that is fewer throttled requests for the same
+// throughput; compared with AWS SDKs' adaptive mode (CUBIC with an absolute
+// scale), the curve is relative to the ceiling, so it behaves the same at 2
+// and at 2,000 requests per second. The rate never grows past twice the
+// rate at which requests were actually sent, so that an idle client does not
+// build up a rate it has never tried, and never falls below one request every
+// 10 s.
+//
+// A throttling answer that comes within one request interval (at the new
+// rate) of the last cut does not cut again: it answers a request sent
+// before that cut. A positive Retry-After is honoured whatever the rate: no
+// request is allowed before it has passed.
+//
+// Requests are spaced 1/rate apart, with no burst. Time is read from the
+// clock of [WithClock]. An AdaptiveRate is safe for concurrent use by
+// multiple goroutines; Allow, Succeeded and Throttled allocate nothing, nor
+// does a waiting Wait in steady state. Its zero value is not usable (its
+// methods panic): use [NewAdaptiveRate].
+type AdaptiveRate struct {
+	clock  clock.WithDelayedExecution
+	epoch  time.Time
+	timers timerPool
+
+	mu   sync.Mutex
+	rate float64       // requests per second; InfLimit until the first cut
+	next time.Duration // the earliest instant of the next request
+	hold time.Duration // no request before it (Retry-After)
+	// The cubic curve: the rate at the last cut, when it was, and how long
+	// the curve takes to climb back to it.
+	ceiling float64
+	cutAt   time.Duration
+	climb   float64 // seconds
+	// The measured send rate, smoothed over buckets of rateBucket.
+	sent         float64
+	sentBucket   time.Duration // start of the bucket being counted
+	sentInBucket float64
+	succeeded    float64 // successes since the last cut
+}
+
+// The constants of the control law; see AdaptiveRate's doc.
+const (
+	rateBeta       = 0.7  // a cut's factor
+	rateCubicScale = 0.4  // the curve's scale, in multiples of the ceiling per second³
+	rateProbeScale = 0.02 // the share of the scale past the ceiling
+	rateSmoothing  = 0.8  // the weight of the latest bucket in the measured rate
+	rateMin        = 0.1  // requests per second
+	rateBucket     = 500 * time.Millisecond
+)
+
+// NewAdaptiveRate returns an [AdaptiveRate] with no limit until the first
+// throttling answer. It reads the time, and waits, through the clock of
+// [WithClock] (the real clock by default), and ignores the other options.
+func NewAdaptiveRate(opts ...Option) *AdaptiveRate {
+	c := newConfig(opts)
+	r := &AdaptiveRate{clock: c.clock, epoch: c.clock.Now(), rate: InfLimit}
+	r.timers.clock = c.clock
+	return r
+}
+
+func (r *AdaptiveRate) now() time.Duration { return max(r.clock.Since(r.epoch), 0) }
+
+// Rate returns the current rate in requests per second: [InfLimit] until the
+// first throttling answer.
+func (r *AdaptiveRate) Rate() float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.rate
+}
+
+// Allow reports whether a request may be sent now, and if so counts it. It
+// never blocks.
+func (r *AdaptiveRate) Allow() bool {
+	now := r.now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if now < max(r.next, r.hold) {
+		return false
+	}
+	r.takeLocked(now)
+	return true
+}
+
+// Wait blocks until a request may be sent, counts it, and returns nil; on a
+// FakeClock it returns when the clock is stepped to that instant. Requests
+// that wait are served in the order they called Wait. It returns ctx's error
+// at once if ctx is already done, and if ctx ends while it waits (its slot
+// is then given back if no later request has been given the next one).
+// While it waits it holds one timer of the clock.
+func (r *AdaptiveRate) Wait(ctx context.Context) error {
+	mustNotBeNil("AdaptiveRate.Wait", "ctx", ctx == nil)
+	if ctx.Err() != nil {
+		return contextError(ctx)
+	}
+	now := r.now()
+	r.mu.Lock()
+	at := r.takeLocked(now)
+	next := r.next
+	r.mu.Unlock()
+	if r.timers.sleep(ctx, at-now) {
+		return nil
+	}
+	r.mu.Lock()
+	if r.next == next {
+		r.next = at // nobody has been given the slot after ours: free it
+	}
+	r.mu.Unlock()
+	return contextError(ctx)
+}
+
+// takeLocked gives the next request slot, at or after now, and returns its
+// instant.
+func (r *AdaptiveRate) takeLocked(now time.Duration) time.Duration {
+	at := max(r.next, r.hold, now)
+	r.next = at
+	if r.rate != InfLimit {
+		r.next = addInstant(at, time.Duration(float64(time.Second)/r.rate))
+	}
+	r.countSentLocked(at)
+	return at
+}
+
+// countSentLocked counts a request sent at instant at in the measured rate.
+func (r *AdaptiveRate) countSentLocked(at time.Duration) {
+	r.measureLocked(at)
+	r.sentInBucket++
+}
+
+// measureLocked closes the buckets that have ended by now.
+func (r *AdaptiveRate) measureLocked(now time.Duration) {
+	if now < r.sentBucket+rateBucket {
+		return
+	}
+	elapsed := now - r.sentBucket
+	bucketRate := r.sentInBucket / elapsed.Seconds()
+	r.sent = rateSmoothing*bucketRate + (1-rateSmoothing)*r.sent
+	r.sentBucket = now
+	r.sentInBucket = 0
+}
+
+// Throttled reports a throttling answer (a 429 or 503). A positive
+// retryAfter holds every request until it has passed; zero or negative means
+// none was given.
+func (r *AdaptiveRate) Throttled(retryAfter time.Duration) {
+	now := r.now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if retryAfter > 0 {
+		r.hold = max(r.hold, addInstant(now, retryAfter))
+	}
+	if r.rate != InfLimit && r.cutAt != 0 && now-r.cutAt < time.Duration(float64(time.Second)/r.rate) {
+		return
+	}
+	r.measureLocked(now)
+	// The rate that met the answer is the rate requests were sent at, which
+	// is below the rate allowed while the client sends less than it may, or
+	// was held by a Retry-After.
+	base := r.sent
+	if since := now - r.sentBucket; base == 0 && since > 0 {
+		base = r.sentInBucket / since.Seconds()
+	}
+	base = min(base, r.rate)
+	if since := (now - r.cutAt).Seconds() + retryAfter.Seconds(); retryAfter > 0 && r.succeeded > 0 {
+		// What the quota granted this client: its successes since the last
+		// cut, over the time until the quota lets it in again.
+		base = min(base, r.succeeded/since)
+	}
+	r.succeeded = 0
+	base = max(base, rateMin)
+	r.ceiling = base
+	r.cutAt = max(now, 1)
+	r.climb = math.Cbrt((1 - rateBeta) / rateCubicScale) // 0.9 s
+	r.setRateLocked(now, base*rateBeta)
+}
+
+// Succeeded reports an answer that was not throttling: the rate grows.
+func (r *AdaptiveRate) Succeeded() {
+	now := r.now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.succeeded++
+	if r.rate == InfLimit {
+		return
+	}
+	r.measureLocked(now)
+	t := (now - r.cutAt).Seconds() - r.climb
+	c := rateCubicScale
+	if t > 0 {
+		c *= rateProbeScale
+	}
+	v := r.ceiling * (1 + c*t*t*t)
+	r.setRateLocked(now, min(v, max(2*r.sent, r.rate)))
+}
+
+// setRateLocked changes the rate at now: the next slot moves so that it is
+// 1/rate after the last one at the new rate.
+func (r *AdaptiveRate) setRateLocked(now time.Duration, v float64) {
+	v = max(v, rateMin)
+	if r.rate != InfLimit && r.next > now {
+		last := r.next - time.Duration(float64(time.Second)/r.rate)
+		r.next = max(addInstant(last, time.Duration(float64(time.Second)/v)), now)
+	} else if r.rate == InfLimit {
+		r.next = max(r.next, now)
+	}
+	r.rate = v
+}

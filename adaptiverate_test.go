@@ -1,0 +1,180 @@
+package backoff_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/retrykit/backoff"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+// sendAt sends n requests through r, one every interval, each answered
+// with a success.
+func sendAt(t *testing.T, r *backoff.AdaptiveRate, clk *testingclock.FakeClock, n int, interval time.Duration) {
+	t.Helper()
+	for range n {
+		if r.Allow() {
+			r.Succeeded()
+		}
+		clk.Step(interval)
+	}
+}
+
+func TestAdaptiveRateIsUnlimitedUntilThrottled(t *testing.T) {
+	r := backoff.NewAdaptiveRate(backoff.WithClock(testingclock.NewFakeClock(epoch)))
+	assert.Equal(t, backoff.InfLimit, r.Rate())
+	for range 1000 {
+		require.True(t, r.Allow())
+		r.Succeeded()
+	}
+	assert.Equal(t, backoff.InfLimit, r.Rate(), "successes alone set no limit")
+}
+
+func TestAdaptiveRateCutsToTheRateThatMetTheQuota(t *testing.T) {
+	clk := testingclock.NewFakeClock(epoch)
+	r := backoff.NewAdaptiveRate(backoff.WithClock(clk))
+	sendAt(t, r, clk, 30, 100*time.Millisecond) // 10 per second for 3 s
+	r.Throttled(0)
+	assert.InDelta(t, 7, r.Rate(), 0.5, "0.7 times the rate requests were sent at")
+	cut := r.Rate()
+	r.Throttled(0)
+	assert.Equal(t, cut, r.Rate(), "a throttle within one interval answers a request sent before the cut")
+
+	// Paced at the new rate: one request per 1/rate.
+	assert.True(t, r.Allow())
+	assert.False(t, r.Allow())
+	clk.Step(time.Duration(float64(time.Second) / cut))
+	assert.True(t, r.Allow())
+}
+
+func TestAdaptiveRateHonoursRetryAfter(t *testing.T) {
+	clk := testingclock.NewFakeClock(epoch)
+	r := backoff.NewAdaptiveRate(backoff.WithClock(clk))
+	sendAt(t, r, clk, 30, 100*time.Millisecond)
+	r.Throttled(3 * time.Second)
+	clk.Step(3*time.Second - time.Millisecond)
+	assert.False(t, r.Allow(), "nothing before the Retry-After has passed")
+	clk.Step(time.Millisecond)
+	assert.True(t, r.Allow())
+	// The rate is cut to the share the quota granted: 30 successes over the
+	// 6 s from the start to the end of the Retry-After, times 0.7.
+	assert.InDelta(t, 0.7*30/6.0, r.Rate(), 0.2)
+}
+
+func TestAdaptiveRateClimbsBackAndProbesSlowly(t *testing.T) {
+	clk := testingclock.NewFakeClock(epoch)
+	r := backoff.NewAdaptiveRate(backoff.WithClock(clk))
+	sendAt(t, r, clk, 200, 10*time.Millisecond) // 100 per second for 2 s
+	r.Throttled(0)
+	ceiling := r.Rate() / 0.7
+	var at1s, at2s, at4s float64
+	for i := range 400 { // 4 s, asking far more than the rate allows
+		if r.Allow() {
+			r.Succeeded()
+		}
+		clk.Step(10 * time.Millisecond)
+		switch i {
+		case 99:
+			at1s = r.Rate()
+		case 199:
+			at2s = r.Rate()
+		case 399:
+			at4s = r.Rate()
+		}
+	}
+	assert.InDelta(t, ceiling, at1s, 0.05*ceiling, "back to the ceiling in about a second")
+	assert.Less(t, at2s, 1.05*ceiling, "then past it slowly")
+	assert.Greater(t, at4s, 1.1*ceiling, "and faster the longer no throttle comes")
+}
+
+func TestAdaptiveRateWait(t *testing.T) {
+	// slowed returns an AdaptiveRate cut to 0.7 per second, on a clock that
+	// reports each timer it creates.
+	slowed := func() (*backoff.AdaptiveRate, *armingClock) {
+		clk := &armingClock{testingclock.NewFakeClock(epoch), make(chan time.Duration)}
+		r := backoff.NewAdaptiveRate(backoff.WithClock(clk))
+		sendAt(t, r, clk.FakeClock, 10, time.Second) // 1 per second
+		r.Throttled(0)
+		require.NoError(t, r.Wait(context.Background()), "the first slot is free")
+		return r, clk
+	}
+	rate := 0.7
+	interval := time.Duration(float64(time.Second) / rate)
+
+	r, clk := slowed()
+	done := make(chan error)
+	go func() { done <- r.Wait(context.Background()) }()
+	d := waitFor(t, "Wait's timer", clk.armed, clk)
+	assert.InDelta(t, float64(interval), float64(d), float64(50*time.Millisecond), "one interval at the cut rate")
+	select {
+	case err := <-done:
+		t.Fatalf("Wait returned %v before the clock moved", err)
+	default:
+	}
+	clk.Step(d - 1)
+	select {
+	case err := <-done:
+		t.Fatalf("Wait returned %v before its time", err)
+	default:
+	}
+	clk.Step(1)
+	assert.NoError(t, waitFor(t, "Wait to return", done, clk))
+
+	r, clk = slowed()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { done <- r.Wait(ctx) }()
+	waitFor(t, "Wait's timer", clk.armed, clk)
+	cancel()
+	assert.ErrorIs(t, waitFor(t, "Wait to return", done, clk), context.Canceled)
+	assert.ErrorIs(t, r.Wait(ctx), context.Canceled, "a done context fails at once")
+	assert.False(t, r.Allow(), "the slot given back is the next one, 1/rate after the last")
+	clk.Step(interval + 50*time.Millisecond)
+	assert.True(t, r.Allow())
+}
+
+func TestAdaptiveRateConcurrentUse(t *testing.T) {
+	clk := testingclock.NewFakeClock(epoch)
+	r := backoff.NewAdaptiveRate(backoff.WithClock(clk))
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 500 {
+				if r.Allow() {
+					if (i+g)%7 == 0 {
+						r.Throttled(time.Duration(i%3) * time.Millisecond)
+					} else {
+						r.Succeeded()
+					}
+				}
+				if i%50 == 0 {
+					clk.Step(10 * time.Millisecond)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Greater(t, r.Rate(), 0.0)
+}
+
+func TestAdaptiveRateBadInput(t *testing.T) {
+	assert.PanicsWithValue(t, "backoff: AdaptiveRate.Wait: ctx must not be nil, got <nil>", func() {
+		//lint:ignore SA1012 the nil context is the bad input under test
+		_ = backoff.NewAdaptiveRate().Wait(nil) //nolint:staticcheck
+	})
+}
+
+func BenchmarkAdaptiveRateAllowSucceeded(b *testing.B) {
+	r := backoff.NewAdaptiveRate()
+	b.ReportAllocs()
+	for range b.N {
+		if r.Allow() {
+			r.Succeeded()
+		}
+	}
+}

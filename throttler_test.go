@@ -1,0 +1,171 @@
+package backoff_test
+
+import (
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/retrykit/backoff"
+	"github.com/stretchr/testify/assert"
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+func TestThrottlerAllowsWhileTheDownstreamAccepts(t *testing.T) {
+	clk := testingclock.NewFakeClock(epoch)
+	th := backoff.NewThrottler(2, 10*time.Second, backoff.WithClock(clk))
+	for range 10000 {
+		if !th.Allow() {
+			t.Fatal("rejected while every request is accepted")
+		}
+		th.Record(true)
+		clk.Step(time.Millisecond)
+	}
+	// Half accepted, k = 2: requests − 2·accepts ≤ 0, nothing is rejected.
+	for i := range 10000 {
+		if !th.Allow() {
+			t.Fatal("rejected while half the requests are accepted")
+		}
+		th.Record(i%2 == 0)
+		clk.Step(time.Millisecond)
+	}
+}
+
+// TestThrottlerRejectsWithTheSREProbability checks the rejection rate against
+// max(0, (requests − k·accepts)/(requests + 1)) with counts held still: the
+// clock does not move, so the window holds every call.
+func TestThrottlerRejectsWithTheSREProbability(t *testing.T) {
+	for _, tc := range []struct {
+		k                 float64
+		requests, accepts int
+	}{
+		{2, 1000, 100}, {2, 1000, 0}, {1.5, 1000, 500}, {3, 900, 100},
+	} {
+		th := backoff.NewThrottler(tc.k, time.Minute, backoff.WithClock(testingclock.NewFakeClock(epoch)))
+		for i := range tc.requests {
+			th.Allow()
+			th.Record(i < tc.accepts)
+		}
+		// Measure over few calls, so that the counts barely move.
+		rejected := 0
+		const n = 2000
+		for range n {
+			if !th.Allow() {
+				rejected++
+			}
+		}
+		want, a := 0.0, float64(tc.accepts)
+		for i := range n {
+			r := float64(tc.requests + i)
+			want += math.Max(0, (r-tc.k*a)/(r+1)) / n
+		}
+		assert.InDelta(t, want, float64(rejected)/n, 0.04, "k %v, %d requests, %d accepts", tc.k, tc.requests, tc.accepts)
+	}
+}
+
+func TestThrottlerForgetsWhatLeftTheWindow(t *testing.T) {
+	clk := testingclock.NewFakeClock(epoch)
+	th := backoff.NewThrottler(2, 10*time.Second, backoff.WithClock(clk))
+	for range 1000 {
+		th.Allow()
+		th.Record(false)
+	}
+	rejected := 0
+	for range 100 {
+		if !th.Allow() {
+			rejected++
+		}
+	}
+	assert.Greater(t, rejected, 90, "after 1000 refusals almost everything is rejected")
+	clk.Step(11 * time.Second)
+	for range 100 {
+		assert.True(t, th.Allow(), "the refusals have left the window")
+		th.Record(true)
+	}
+}
+
+func TestThrottlerIsDeterministicOnAFakeClock(t *testing.T) {
+	run := func() []bool {
+		th := backoff.NewThrottler(2, time.Minute, backoff.WithClock(testingclock.NewFakeClock(epoch)))
+		out := make([]bool, 500)
+		for i := range out {
+			out[i] = th.Allow()
+			th.Record(i%5 == 0)
+		}
+		return out
+	}
+	assert.Equal(t, run(), run())
+}
+
+func TestThrottlerBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		f    func()
+		want string
+	}{
+		{"k < 1", func() { backoff.NewThrottler(0.5, time.Second) }, "backoff: NewThrottler: k must be a finite number ≥ 1, got 0.5"},
+		{"NaN k", func() { backoff.NewThrottler(math.NaN(), time.Second) }, "backoff: NewThrottler: k must be a finite number ≥ 1, got NaN"},
+		{"infinite k", func() { backoff.NewThrottler(math.Inf(1), time.Second) }, "backoff: NewThrottler: k must be a finite number ≥ 1, got +Inf"},
+		{"zero window", func() { backoff.NewThrottler(2, 0) }, "backoff: NewThrottler: window must be positive, got 0s"},
+		{"negative window", func() { backoff.NewThrottler(2, -time.Second) }, "backoff: NewThrottler: window must be positive, got -1s"},
+		{"tiny window", func() { backoff.NewThrottler(2, 5) }, "backoff: NewThrottler: window must be at least 10ns, got 5ns"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { assert.PanicsWithValue(t, tc.want, tc.f) })
+	}
+}
+
+func TestThrottlerConcurrentUse(t *testing.T) {
+	clk := testingclock.NewFakeClock(epoch)
+	th := backoff.NewThrottler(2, time.Second, backoff.WithClock(clk))
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 1000 {
+				if th.Allow() {
+					th.Record((i+g)%4 == 0)
+				}
+				if i%100 == 0 {
+					clk.Step(10 * time.Millisecond)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	// A quarter accepted with k = 2: about half the requests are rejected;
+	// all that matters here is that nothing raced and it still decides.
+	clk.Step(2 * time.Second)
+	assert.True(t, th.Allow(), "an empty window rejects nothing")
+}
+
+// FuzzThrottler checks that the throttler never rejects while the accepts
+// keep up with requests/k, whatever k and window.
+func FuzzThrottler(f *testing.F) {
+	f.Add(2.0, int64(time.Second), []byte{1, 2, 3})
+	f.Add(1.0, int64(10), []byte{255, 0})
+	f.Fuzz(func(t *testing.T, k float64, window int64, steps []byte) {
+		if math.IsNaN(k) || k < 1 || k > 1e6 || window < 10 {
+			t.Skip()
+		}
+		clk := testingclock.NewFakeClock(epoch)
+		th := backoff.NewThrottler(k, time.Duration(window), backoff.WithClock(clk))
+		for _, s := range steps {
+			if !th.Allow() {
+				t.Fatalf("rejected with every request accepted (k %v, window %v)", k, time.Duration(window))
+			}
+			th.Record(true)
+			clk.Step(time.Duration(s) * time.Millisecond)
+		}
+	})
+}
+
+func BenchmarkThrottlerAllowRecord(b *testing.B) {
+	th := backoff.NewThrottler(2, time.Minute)
+	b.ReportAllocs()
+	for i := range b.N {
+		if th.Allow() {
+			th.Record(i%4 != 0)
+		}
+	}
+}
