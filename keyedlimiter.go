@@ -38,12 +38,12 @@ import (
 // a lookup and a few float operations. Allow, AllowN and Wait allocate
 // nothing once a key is held; adding a key allocates only when the table
 // grows or is rebuilt, or a new block of 1024 keys' storage is needed.
-// Built with Go 1.24 or later, a key held costs 37 to 39 bytes for string
-// keys (its 32-byte entry, a 4-byte index slot and the index's free room;
-// the key's own bytes are the caller's), 29 to 31 for int keys, and a part
-// holds at most 16,777,214 keys, so the limiter at most 268,435,424: beyond
-// that, new keys are treated as beyond [WithMaxKeys]. Its zero value is not
-// usable: use [NewKeyedLimiter].
+// Built with Go 1.24 or later, a key held costs one entry (the key and its
+// bucket, stored inline), a 4-byte index slot and the index's free room; the
+// key's own bytes are the caller's (bench/'s KeyedLimiterAllow rows report
+// the bytes per key). A part holds at most 16,777,214 keys, so the limiter
+// at most 268,435,424: beyond that, new keys are treated as beyond
+// [WithMaxKeys]. Its zero value is not usable: use [NewKeyedLimiter].
 type KeyedLimiter[K comparable] struct {
 	clock  clock.WithDelayedExecution
 	epoch  time.Time

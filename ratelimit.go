@@ -579,8 +579,8 @@ func (l *WithMaxWaitRateLimiter[T]) requeueCap() (time.Duration, bool) { return 
 //
 //   - Time comes from the clock given with [WithClock], not time.Now, so the
 //     bucket can be tested with a fake clock; and it is read once per When,
-//     not twice, which with the allocation x/time/rate's Reservation costs
-//     makes a When less than half as expensive.
+//     not twice, and When allocates nothing where x/time/rate allocates a
+//     Reservation (see BenchmarkBucketWhen).
 //   - If the clock goes backwards, the bucket earns nothing until it passes
 //     the latest instant it has seen. x/time/rate moves its reference instant
 //     back with the clock, so a clock that steps back and forth (a wall clock

@@ -10,9 +10,8 @@ import (
 )
 
 // The floor: what the cheapest possible implementation of a hot path must
-// still pay on this machine. Issue 5 asks that a target out of reach be shown
-// to be so with numbers; these are the numbers, measured in the same run as
-// the comparisons (impl=floor). None of them is an implementation of
+// still pay on this machine, so that a target out of reach is shown to be so
+// with numbers measured in the same run as the comparisons (impl=floor). None of them is an implementation of
 // anything.
 
 // floorEntry is the state Backoff.Next keeps per key.
