@@ -125,7 +125,16 @@ type config struct {
 // are given. The type assertions cannot fail: each kind is built by one
 // constructor, with one type of value.
 func newConfig(opts []Option) config {
-	c := config{clock: clock.RealClock{}}
+	var c config
+	c.apply(opts)
+	return c
+}
+
+// apply is newConfig into a zero config that the caller keeps: a per-call
+// helper (Retry) that declares its config and applies opts to it is spared
+// the copy of the result (see BenchmarkRetryCall).
+func (c *config) apply(opts []Option) {
+	c.clock = clock.RealClock{}
 	for i := range opts {
 		o := &opts[i]
 		switch o.kind {
@@ -175,7 +184,6 @@ func newConfig(opts []Option) config {
 			c.limits.initial = int(o.n)
 		}
 	}
-	return c
 }
 
 // durationOption, countOption and valueOption build the Options that carry

@@ -198,7 +198,8 @@ func Retry(ctx context.Context, s Schedule, fn func(context.Context) error, opts
 	mustNotBeNil("Retry", "ctx", ctx == nil)
 	mustNotBeNil("Retry", "fn", fn == nil)
 	s = retrySchedule(s)
-	cfg := newConfig(opts)
+	var cfg config
+	cfg.apply(opts)
 	rc := &cfg.retry
 	clk := cfg.clock
 	var start time.Time // read only for WithMaxElapsedTime
