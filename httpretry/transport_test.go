@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -168,6 +169,94 @@ func TestBodyReplayedOnEveryAttempt(t *testing.T) {
 	calls, bodies := s.requests()
 	assert.Equal(t, 3, calls)
 	assert.Equal(t, []string{payload, payload, payload}, bodies)
+}
+
+// TestEachAttemptSendsTheWholeBody checks what the Transport hands the
+// wrapped RoundTripper on each attempt: a body that yields the whole payload,
+// the second attempt included. When the connection is reused, an
+// http.Transport given a body already read rewinds it through GetBody by
+// itself, so the server's view alone cannot tell; when the server closes the
+// connection after its 503, the next attempt dials afresh, and such a body
+// would fail that attempt.
+func TestEachAttemptSendsTheWholeBody(t *testing.T) {
+	payload := "replace the whole record"
+	closing := step{status: http.StatusServiceUnavailable, header: []string{"Connection", "close"}}
+	for _, tt := range []struct {
+		name  string
+		first step
+		conns int32
+	}{
+		{"connection reused", busy, 1},
+		{"server closes the connection", closing, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var s script
+			h := newHarness(t, s.handler(tt.first, ok))
+			tap := &bodyTap{base: h.meter}
+			rt := httpretry.NewTransport(tap, schedule, instant(nil)...)
+			req, err := http.NewRequest(http.MethodPut, h.srv.URL, strings.NewReader(payload))
+			require.NoError(t, err)
+			resp, err := rt.RoundTrip(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, http.StatusOK, resp.StatusCode)
+			assert.Equal(t, []string{payload, payload}, tap.read(),
+				"the body each attempt handed the wrapped RoundTripper yielded")
+			calls, bodies := s.requests()
+			assert.Equal(t, 2, calls, "requests the server answered")
+			assert.Equal(t, []string{payload, payload}, bodies)
+			assert.Equal(t, tt.conns, h.newConns.Load(), "connections the server accepted")
+		})
+	}
+}
+
+// bodyTap is a RoundTripper that records, per attempt, the bytes the wrapped
+// RoundTripper read from the request's body (an http.Transport reads it on a
+// goroutine of its own, hence the lock).
+type bodyTap struct {
+	base  http.RoundTripper
+	mu    sync.Mutex
+	reads [][]byte
+}
+
+func (b *bodyTap) RoundTrip(req *http.Request) (*http.Response, error) {
+	b.mu.Lock()
+	b.reads = append(b.reads, []byte{})
+	w := tapWriter{tap: b, attempt: len(b.reads) - 1}
+	b.mu.Unlock()
+	if req.Body != nil && req.Body != http.NoBody {
+		req = req.WithContext(req.Context()) // a shallow copy: req is not ours to change
+		req.Body = teeCloser{Reader: io.TeeReader(req.Body, w), Closer: req.Body}
+	}
+	return b.base.RoundTrip(req)
+}
+
+// read returns what was read from each attempt's body so far.
+func (b *bodyTap) read() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]string, len(b.reads))
+	for i, r := range b.reads {
+		out[i] = string(r)
+	}
+	return out
+}
+
+type tapWriter struct {
+	tap     *bodyTap
+	attempt int
+}
+
+func (w tapWriter) Write(p []byte) (int, error) {
+	w.tap.mu.Lock()
+	defer w.tap.mu.Unlock()
+	w.tap.reads[w.attempt] = append(w.tap.reads[w.attempt], p...)
+	return len(p), nil
+}
+
+type teeCloser struct {
+	io.Reader
+	io.Closer
 }
 
 // TestBodyWithoutGetBodySentOnce: a stream cannot be replayed, so it is sent
