@@ -3,6 +3,7 @@ package httpretry_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/retrykit/backoff"
 	"github.com/retrykit/backoff/httpretry"
@@ -434,6 +436,35 @@ func TestDiscardedResponsesClosedAndConnectionReused(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, int32(3), h.meter.closed.Load())
 	assert.Equal(t, int32(1), h.newConns.Load(), "one connection served all three attempts")
+}
+
+// TestRetriedResponseReleasedBeforeTheWait: the body of a response that is
+// retried, up to the drain bound included, is read and closed before the
+// wait, so that its connection is back in the pool while the request waits,
+// and the next attempt reuses it.
+func TestRetriedResponseReleasedBeforeTheWait(t *testing.T) {
+	for _, size := range []int{len("busy"), httpretry.MaxDrain} {
+		t.Run(fmt.Sprintf("%d bytes", size), func(t *testing.T) {
+			var s script
+			h := newHarness(t, s.handler(step{status: http.StatusServiceUnavailable, body: strings.Repeat("b", size)}, ok))
+			clock := testclock.NewFakeClock(epoch)
+			var openAtWait []int32 // bodies handed out and not closed, at each wait
+			rt := httpretry.NewTransport(h.meter, schedule,
+				backoff.WithClock(clock),
+				backoff.WithNotify(func(_ int, _ error, next time.Duration) {
+					openAtWait = append(openAtWait, h.meter.opened.Load()-h.meter.closed.Load())
+					clock.Step(next)
+				}))
+			req, err := http.NewRequest(http.MethodGet, h.srv.URL, nil)
+			require.NoError(t, err)
+			resp, err := rt.RoundTrip(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, http.StatusOK, resp.StatusCode)
+			assert.Equal(t, []int32{0}, openAtWait, "response bodies still open when the wait began")
+			assert.Equal(t, int32(1), h.newConns.Load(), "connections the server accepted")
+		})
+	}
 }
 
 // TestLongDiscardedBody: a body past the drain bound is not read to its end;
