@@ -56,6 +56,23 @@ func TestRetryAfterHTTPDate(t *testing.T) {
 	assert.Equal(t, []time.Duration{90 * time.Second}, h.recordedWaits())
 }
 
+// TestRetryAfterDelaySecondsAnyFirstDigit: a Retry-After whose first
+// character is any digit, 0 and 9 included, is read as delay-seconds, which
+// need no Date header (an HTTP-date without one is ignored).
+func TestRetryAfterDelaySecondsAnyFirstDigit(t *testing.T) {
+	for first := 0; first <= 9; first++ {
+		value := fmt.Sprintf("%d1", first) // "01", "11", ... "91"
+		t.Run(value, func(t *testing.T) {
+			var s script
+			h := newHarness(t, s.handler(step{status: http.StatusTooManyRequests, header: []string{"Date", "", "Retry-After", value}}, ok))
+			resp, _, err := h.do(t, context.Background(), http.MethodGet, nil)
+			require.NoError(t, err)
+			assert.Equal(t, http.StatusOK, resp.StatusCode)
+			assert.Equal(t, []time.Duration{time.Duration(10*first+1) * time.Second}, h.recordedWaits())
+		})
+	}
+}
+
 // TestRetryAfterIgnored covers the hints that are not trusted, and where the
 // header does not apply: the Schedule's first wait, 100ms, is used instead.
 func TestRetryAfterIgnored(t *testing.T) {
