@@ -3,16 +3,19 @@ package httpretry_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/retrykit/backoff"
 	"github.com/retrykit/backoff/httpretry"
@@ -51,6 +54,23 @@ func TestRetryAfterHTTPDate(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Equal(t, []time.Duration{90 * time.Second}, h.recordedWaits())
+}
+
+// TestRetryAfterDelaySecondsAnyFirstDigit: a Retry-After whose first
+// character is any digit, 0 and 9 included, is read as delay-seconds, which
+// need no Date header (an HTTP-date without one is ignored).
+func TestRetryAfterDelaySecondsAnyFirstDigit(t *testing.T) {
+	for first := 0; first <= 9; first++ {
+		value := fmt.Sprintf("%d1", first) // "01", "11", ... "91"
+		t.Run(value, func(t *testing.T) {
+			var s script
+			h := newHarness(t, s.handler(step{status: http.StatusTooManyRequests, header: []string{"Date", "", "Retry-After", value}}, ok))
+			resp, _, err := h.do(t, context.Background(), http.MethodGet, nil)
+			require.NoError(t, err)
+			assert.Equal(t, http.StatusOK, resp.StatusCode)
+			assert.Equal(t, []time.Duration{time.Duration(10*first+1) * time.Second}, h.recordedWaits())
+		})
+	}
 }
 
 // TestRetryAfterIgnored covers the hints that are not trusted, and where the
@@ -168,6 +188,94 @@ func TestBodyReplayedOnEveryAttempt(t *testing.T) {
 	calls, bodies := s.requests()
 	assert.Equal(t, 3, calls)
 	assert.Equal(t, []string{payload, payload, payload}, bodies)
+}
+
+// TestEachAttemptSendsTheWholeBody checks what the Transport hands the
+// wrapped RoundTripper on each attempt: a body that yields the whole payload,
+// the second attempt included. When the connection is reused, an
+// http.Transport given a body already read rewinds it through GetBody by
+// itself, so the server's view alone cannot tell; when the server closes the
+// connection after its 503, the next attempt dials afresh, and such a body
+// would fail that attempt.
+func TestEachAttemptSendsTheWholeBody(t *testing.T) {
+	payload := "replace the whole record"
+	closing := step{status: http.StatusServiceUnavailable, header: []string{"Connection", "close"}}
+	for _, tt := range []struct {
+		name  string
+		first step
+		conns int32
+	}{
+		{"connection reused", busy, 1},
+		{"server closes the connection", closing, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var s script
+			h := newHarness(t, s.handler(tt.first, ok))
+			tap := &bodyTap{base: h.meter}
+			rt := httpretry.NewTransport(tap, schedule, instant(nil)...)
+			req, err := http.NewRequest(http.MethodPut, h.srv.URL, strings.NewReader(payload))
+			require.NoError(t, err)
+			resp, err := rt.RoundTrip(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, http.StatusOK, resp.StatusCode)
+			assert.Equal(t, []string{payload, payload}, tap.read(),
+				"the body each attempt handed the wrapped RoundTripper yielded")
+			calls, bodies := s.requests()
+			assert.Equal(t, 2, calls, "requests the server answered")
+			assert.Equal(t, []string{payload, payload}, bodies)
+			assert.Equal(t, tt.conns, h.newConns.Load(), "connections the server accepted")
+		})
+	}
+}
+
+// bodyTap is a RoundTripper that records, per attempt, the bytes the wrapped
+// RoundTripper read from the request's body (an http.Transport reads it on a
+// goroutine of its own, hence the lock).
+type bodyTap struct {
+	base  http.RoundTripper
+	mu    sync.Mutex
+	reads [][]byte
+}
+
+func (b *bodyTap) RoundTrip(req *http.Request) (*http.Response, error) {
+	b.mu.Lock()
+	b.reads = append(b.reads, []byte{})
+	w := tapWriter{tap: b, attempt: len(b.reads) - 1}
+	b.mu.Unlock()
+	if req.Body != nil && req.Body != http.NoBody {
+		req = req.WithContext(req.Context()) // a shallow copy: req is not ours to change
+		req.Body = teeCloser{Reader: io.TeeReader(req.Body, w), Closer: req.Body}
+	}
+	return b.base.RoundTrip(req)
+}
+
+// read returns what was read from each attempt's body so far.
+func (b *bodyTap) read() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]string, len(b.reads))
+	for i, r := range b.reads {
+		out[i] = string(r)
+	}
+	return out
+}
+
+type tapWriter struct {
+	tap     *bodyTap
+	attempt int
+}
+
+func (w tapWriter) Write(p []byte) (int, error) {
+	w.tap.mu.Lock()
+	defer w.tap.mu.Unlock()
+	w.tap.reads[w.attempt] = append(w.tap.reads[w.attempt], p...)
+	return len(p), nil
+}
+
+type teeCloser struct {
+	io.Reader
+	io.Closer
 }
 
 // TestBodyWithoutGetBodySentOnce: a stream cannot be replayed, so it is sent
@@ -345,6 +453,35 @@ func TestDiscardedResponsesClosedAndConnectionReused(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, int32(3), h.meter.closed.Load())
 	assert.Equal(t, int32(1), h.newConns.Load(), "one connection served all three attempts")
+}
+
+// TestRetriedResponseReleasedBeforeTheWait: the body of a response that is
+// retried, up to the drain bound included, is read and closed before the
+// wait, so that its connection is back in the pool while the request waits,
+// and the next attempt reuses it.
+func TestRetriedResponseReleasedBeforeTheWait(t *testing.T) {
+	for _, size := range []int{len("busy"), httpretry.MaxDrain} {
+		t.Run(fmt.Sprintf("%d bytes", size), func(t *testing.T) {
+			var s script
+			h := newHarness(t, s.handler(step{status: http.StatusServiceUnavailable, body: strings.Repeat("b", size)}, ok))
+			clock := testclock.NewFakeClock(epoch)
+			var openAtWait []int32 // bodies handed out and not closed, at each wait
+			rt := httpretry.NewTransport(h.meter, schedule,
+				backoff.WithClock(clock),
+				backoff.WithNotify(func(_ int, _ error, next time.Duration) {
+					openAtWait = append(openAtWait, h.meter.opened.Load()-h.meter.closed.Load())
+					clock.Step(next)
+				}))
+			req, err := http.NewRequest(http.MethodGet, h.srv.URL, nil)
+			require.NoError(t, err)
+			resp, err := rt.RoundTrip(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, http.StatusOK, resp.StatusCode)
+			assert.Equal(t, []int32{0}, openAtWait, "response bodies still open when the wait began")
+			assert.Equal(t, int32(1), h.newConns.Load(), "connections the server accepted")
+		})
+	}
 }
 
 // TestLongDiscardedBody: a body past the drain bound is not read to its end;

@@ -7,10 +7,14 @@
 #
 # Usage:
 #   scripts/mutation.sh                  every package of the library: the
-#                                        root package and each one under
-#                                        internal/ (from `go list ./...`, so
-#                                        new packages are included)
-#   scripts/mutation.sh PKG...           only these import paths
+#                                        root package, each one under
+#                                        internal/, httpretry, and the
+#                                        packages of the interop modules
+#                                        (from `go list ./...` in each module,
+#                                        so new packages are included)
+#   scripts/mutation.sh PKG...           only these import paths, of the root
+#                                        module or of a module below it (such
+#                                        as .../interop/redis)
 #
 # Environment:
 #   WORKERS               gremlins workers (default 1: the tests of this
@@ -37,29 +41,50 @@ out=${MUTATION_OUT:-$(mktemp -d -t mutation.XXXXXX)}
 mkdir -p "$out"
 module=$(go list -m)
 
+# The modules of the tree, as "import path<TAB>directory": the root module
+# and those below it with a go.mod of their own (interop/*, bench).
+mapfile -t modules < <(find . -name go.mod -not -path './.git/*' -printf '%h\n' | sort |
+  while IFS= read -r d; do printf '%s\t%s\n' "$(cd "$d" && go list -m)" "$d"; done)
+
+# moduledir PKG prints the directory of the module that holds PKG: the one
+# whose path is the longest prefix of PKG.
+moduledir() {
+  local best="" bestdir="" m path dir
+  for m in "${modules[@]}"; do
+    path=${m%%$'\t'*}
+    dir=${m#*$'\t'}
+    if [[ $1 == "$path" || $1 == "$path"/* ]] && [ ${#path} -gt ${#best} ]; then
+      best=$path
+      bestdir=$dir
+    fi
+  done
+  [ -n "$bestdir" ] || { echo "no module of this tree holds $1" >&2; return 1; }
+  echo "$bestdir"
+}
+
 if [ $# -gt 0 ]; then
   pkgs=("$@")
 else
-  mapfile -t pkgs < <(go list ./... | grep -E "^${module}(/internal(/.*)?)?\$")
+  mapfile -t pkgs < <(go list ./... | grep -E "^${module}(/internal(/.*)?|/httpretry)?\$")
+  for d in interop/*/; do
+    mapfile -t -O "${#pkgs[@]}" pkgs < <(cd "$d" && go list ./...)
+  done
 fi
-
-# The library's own subdirectories that are not the package under test: a
-# run at the root must mutate only the root package's files.
-subdirs=()
-while IFS= read -r d; do
-  subdirs+=(-E "^${d#./}/")
-done < <(find . -mindepth 1 -maxdepth 1 -type d -not -name '.*' -printf '%p\n' | sort)
 
 rows=()
 unaccepted=0
 for pkg in "${pkgs[@]}"; do
-  dir=$(go list -f '{{.Dir}}' "$pkg")
+  dir=$(cd "$(moduledir "$pkg")" && go list -f '{{.Dir}}' "$pkg")
   rel=${pkg#"$module"}
   rel=${rel#/}
   name=${rel:-root}
   name=${name//\//_}
+  # Gremlins mutates every Go file under the directory it is given: the
+  # subdirectories hold other packages (or modules), so they are left out.
   excludes=()
-  if [ -z "$rel" ]; then excludes=("${subdirs[@]}"); fi
+  while IFS= read -r d; do
+    excludes+=(-E "^${d#"$dir"/}/")
+  done < <(find "$dir" -mindepth 1 -maxdepth 1 -type d -not -name '.*' -printf '%p\n' | sort)
   echo "== gremlins: $pkg (log: $out/$name.log)"
   # shellcheck disable=SC2086 # GREMLINS_FLAGS is a list of flags
   (cd "$dir" && go run "$GREMLINS" unleash \

@@ -1,0 +1,4 @@
+package httpretry
+
+// MaxDrain is how much of a retried response's body is read before the wait.
+const MaxDrain = maxDrain
