@@ -175,12 +175,6 @@ func TestNewConfigWithOptionsDoesNotAllocate(t *testing.T) {
 	assert.Zero(t, allocs)
 }
 
-type countingBudgetMetrics struct{ requests, retries, refused int }
-
-func (m *countingBudgetMetrics) IncRequests() { m.requests++ }
-func (m *countingBudgetMetrics) IncRetries()  { m.retries++ }
-func (m *countingBudgetMetrics) IncRefused()  { m.refused++ }
-
 func TestJitterBounds(t *testing.T) {
 	const d = time.Second
 	seen := map[time.Duration]bool{}
