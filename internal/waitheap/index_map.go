@@ -38,6 +38,9 @@ func (x *index[T]) hashOf(T) uint64 { return 0 }
 
 func (x *index[T]) prepare(*Heap[T]) {}
 
+// touch has nothing to load before a map lookup.
+func (x *index[T]) touch([]uint64) {}
+
 func (x *index[T]) lookupHashed(h *Heap[T], item T, _ uint64) (int, probe) {
 	return x.lookup(h, item)
 }
