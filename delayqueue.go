@@ -75,8 +75,76 @@ func (q *DelayingQueue[T]) AddWithOptions(o AddOptions, items ...T) {
 	q.addWithOptions(o, nil, budgetGate{}, items)
 }
 
+// Reschedule replaces item's pending delayed add (from AddAfter,
+// AddRateLimited, AddWithOptions or Reschedule) by one due at now+d, whether
+// that is earlier or later: the last call wins, where AddAfter keeps the
+// earlier of two ready times (kubernetes#133560). A d ≤ 0 makes it due now:
+// item is queued at once, as by Add. With no pending delayed add,
+// Reschedule is AddAfter(item, d). Either way, if item is also queued, it
+// stays queued: only its further run moves. The item keeps the priority it
+// waited with. Replacing a pending delayed add counts no new retry in the
+// metrics; making one counts one, as AddAfter does.
+//
+// Reschedule does nothing once the queue is shutting down. Like AddAfter,
+// it allocates nothing in steady state and is O(log n).
+func (q *DelayingQueue[T]) Reschedule(item T, d time.Duration) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.shuttingDown {
+		return
+	}
+	now := q.nowLocked()
+	q.promoteDueAtLocked(now)
+	if d > 0 && q.delays.waiting.Len() > 0 && q.delays.waiting.Contains(item) {
+		q.delays.waiting.Set(item, int64(addDuration(time.Duration(now), d)))
+		q.delays.arm(now)
+		return
+	}
+	q.addAfterLocked(item, d, now)
+}
+
+// CancelWaiting removes item's pending delayed add, and reports whether it
+// had one. An item whose ready time has passed is queued, not waiting:
+// CancelWaiting leaves it queued and reports false. It does not touch a
+// queued or processing item's pending run, nor a park (see
+// [DelayingQueue.Park]). After ShutDown it still removes a waiting item,
+// which TakeWaiting then does not return. O(log n); it allocates nothing.
+func (q *DelayingQueue[T]) CancelWaiting(item T) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.delays.waiting.Len() == 0 {
+		return false
+	}
+	now := q.nowLocked()
+	q.promoteDueAtLocked(now)
+	_, waited := q.removeWaitingLocked(item, now)
+	return waited
+}
+
+// WaitingFor reports how long until item's pending delayed add is due, and
+// whether it has one; tests use it to assert that a controller asked for a
+// requeue, and when (kubernetes#49783). It reports false for an item whose
+// ready time has passed (it is queued), and once the queue is shut down, as
+// NextReadyAt does. A parked item is not waiting for a delay (see
+// [DelayingQueue.Parked]).
+func (q *DelayingQueue[T]) WaitingFor(item T) (time.Duration, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.shuttingDown || q.delays.waiting.Len() == 0 {
+		return 0, false
+	}
+	now := q.nowLocked()
+	q.promoteDueAtLocked(now)
+	at, ok := q.delays.waiting.At(item)
+	if !ok {
+		return 0, false
+	}
+	return time.Duration(at - now), true
+}
+
 // NextReadyAt reports when the earliest waiting item becomes ready, and
-// whether an item waits at all. It returns false once the queue is shut down:
+// whether an item waits at all. A parked item counts, at the end of its
+// maxWait (see [DelayingQueue.Park]). It returns false once the queue is shut down:
 // waiting items then never become ready (see [DelayingQueue.TakeWaiting]).
 //
 // With a FakeClock, stepping the clock to NextReadyAt moves the next item to
@@ -88,10 +156,10 @@ func (q *DelayingQueue[T]) NextReadyAt() (time.Time, bool) {
 		return time.Time{}, false
 	}
 	q.promoteDueLocked()
-	if q.delays.waiting.Len() == 0 {
+	if q.delays.waiting.Len() == 0 && q.delays.held.Len() == 0 {
 		return time.Time{}, false
 	}
-	return q.epoch.Add(time.Duration(q.delays.waiting.MinAt())), true
+	return q.epoch.Add(time.Duration(q.delays.nextAt())), true
 }
 
 // A WaitingItem is an item that waited for its delay when
@@ -103,11 +171,16 @@ type WaitingItem[T comparable] struct {
 	// Priority is the priority the item waited with (see
 	// [RateLimitingQueue.AddWithOptions]); 0 for AddAfter and AddRateLimited.
 	Priority int
+	// Parked says that the item was parked ([DelayingQueue.Park]) rather
+	// than waiting for a delay; ReadyAt is then the end of its maxWait.
+	Parked bool
 }
 
-// TakeWaiting removes every item that waits for its delay and returns them,
-// earliest ready time first; nil if none waits. While the queue runs, items
-// whose ready time has passed are queued first and so are not returned.
+// TakeWaiting removes every item that waits for its delay, and every parked
+// item, and returns them, earliest ready time first; nil if none waits. An
+// item both waiting and parked is returned twice, once each way. While the
+// queue runs, items whose ready time has passed are queued first and so are
+// not returned.
 //
 // Its use is after ShutDown: the items still waiting then never become ready,
 // and client-go loses them silently. TakeWaiting gives them back, with their
@@ -117,12 +190,20 @@ func (q *DelayingQueue[T]) TakeWaiting() []WaitingItem[T] {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.promoteDueLocked()
-	waiting := &q.delays.waiting
-	if waiting.Len() == 0 {
+	waiting, held := &q.delays.waiting, &q.delays.held
+	if waiting.Len() == 0 && held.Len() == 0 {
 		return nil
 	}
-	out := make([]WaitingItem[T], 0, waiting.Len())
-	for waiting.Len() > 0 {
+	out := make([]WaitingItem[T], 0, waiting.Len()+held.Len())
+	q.detachParkedLocked() // their held runs leave the queue with them
+	for waiting.Len() > 0 || held.Len() > 0 {
+		if waiting.Len() == 0 || (held.Len() > 0 && held.MinAt() < waiting.MinAt()) {
+			e := held.PopMin()
+			w := WaitingItem[T]{Item: e.Item, ReadyAt: q.epoch.Add(time.Duration(e.At)), Priority: q.parked.items[e.Item].prio, Parked: true}
+			delete(q.parked.items, e.Item)
+			out = append(out, w)
+			continue
+		}
 		e := waiting.PopMin()
 		out = append(out, WaitingItem[T]{Item: e.Item, ReadyAt: q.epoch.Add(time.Duration(e.At)), Priority: q.prios.unwait(e.Item)})
 	}

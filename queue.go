@@ -74,6 +74,7 @@ type Queue[T comparable] struct {
 	prios   priorities[T]                // the priorities of items (priority.go)
 	states  itemstate.Table[T]           // queueDirty and queueProcessing; no entry means neither
 	delays  delays[T]                    // items waiting for their ready time (below)
+	parked  parking[T]                   // items held back by Park (park.go)
 	starts  map[T]int64                  // when each processing item was handed out; only with metrics
 	metrics QueueMetrics                 // nil when there are none
 	// prioDepths is set when metrics is a PriorityDepthMetrics
@@ -229,8 +230,8 @@ func (q *Queue[T]) raiseLocked(item T, hash uint64, at int64, prio int, st items
 		return
 	}
 	q.setPendingLocked(ref, item, prio)
-	if st&queueProcessing != 0 {
-		return // Done queues it at prio
+	if st&queueProcessing != 0 || q.parked.isParked(item) {
+		return // Done, or the release from Park, queues it at prio
 	}
 	// Queued at a lower priority: its entry goes stale, and a new one joins
 	// the end of the new level.
@@ -303,12 +304,14 @@ func (q *Queue[T]) addWithOptions(o AddOptions, limiter RateLimiter[T], budget b
 	now := q.nowLocked()
 	q.promoteDueAtLocked(now)
 	for _, item := range items {
+		if q.queuedOrWaitingLocked(item) {
+			// Its pending run absorbs this one, as in controller-runtime's
+			// priority queue: the earlier ready time, the higher priority.
+			q.raisePendingLocked(item, o, now)
+			continue
+		}
 		d := o.After
 		if o.RateLimited && limiter != nil {
-			if q.queuedOrWaitingLocked(item) {
-				q.raisePendingLocked(item, o, now)
-				continue
-			}
 			d = budget.requeueDelay(limiter, limiter.When(item))
 			if o.After > 0 {
 				d = min(d, o.After)
@@ -636,6 +639,9 @@ func (q *Queue[T]) Done(item T) {
 	}
 	if st&queueDirty != 0 {
 		q.states.Set(ref, item, queueDirty)
+		if len(q.parked.items) > 0 && q.parked.isParked(item) {
+			return // its release from Park queues it
+		}
 		q.pushReadyLocked(item, hash, now, q.pendingLocked(ref, item))
 		return
 	}
@@ -688,6 +694,7 @@ func (q *Queue[T]) shutDownLocked() {
 	q.promoteDueLocked()
 	q.shuttingDown = true
 	q.delays.freeze()
+	q.detachParkedLocked()
 	q.cond.Broadcast()
 }
 
@@ -751,6 +758,9 @@ func WithLogger(l *slog.Logger) Option {
 // nothing, and each call costs one length check.
 type delays[T comparable] struct {
 	waiting waitheap.Heap[T] // ready times in nanoseconds since the queue's epoch
+	// held holds the parked items (park.go) by the time at which their
+	// maxWait ends: the timer serves them too.
+	held waitheap.Heap[T]
 	clock   clock.WithDelayedExecution
 
 	// The timer is pending while an item waits and the queue runs. armed
@@ -783,7 +793,7 @@ func (d *delays[T]) init(c clock.WithDelayedExecution, fire func()) {
 // promoteDueLocked is promoteDueAtLocked at the clock's current time. It
 // reads the clock only if an item waits and the queue runs.
 func (q *Queue[T]) promoteDueLocked() {
-	if q.delays.waiting.Len() > 0 {
+	if q.delays.waiting.Len() > 0 || q.delays.held.Len() > 0 {
 		q.promoteDueNowLocked()
 	}
 }
@@ -805,7 +815,19 @@ func (q *Queue[T]) promoteDueAtLocked(now int64) {
 	if d.frozen {
 		return
 	}
-	for d.waiting.Len() > 0 && d.waiting.MinAt() <= now {
+	for {
+		// The earlier of the next ready time and the next end of a park
+		// goes first; on a tie, the ready time.
+		waitDue := d.waiting.Len() > 0 && d.waiting.MinAt() <= now
+		if d.held.Len() > 0 && d.held.MinAt() <= now && (!waitDue || d.held.MinAt() < d.waiting.MinAt()) {
+			e := d.held.PopMin()
+			delete(q.parked.items, e.Item)
+			q.releaseLocked(e.Item, e.At)
+			continue
+		}
+		if !waitDue {
+			break
+		}
 		// The item joined the FIFO at its ready time, however late this
 		// promotion runs: queue latency counts from there.
 		e := d.waiting.PopMin()
@@ -850,11 +872,11 @@ func (q *Queue[T]) removeWaitingLocked(item T, now int64) (int, bool) {
 // not hold anything the drain needs, so the order is safe. (A real AfterFunc
 // timer has no channel; the drain is then a no-op.)
 func (d *delays[T]) arm(now int64) {
-	if d.waiting.Len() == 0 || d.frozen {
+	if (d.waiting.Len() == 0 && d.held.Len() == 0) || d.frozen {
 		d.stop()
 		return
 	}
-	at := d.waiting.MinAt()
+	at := d.nextAt()
 	if d.armed && d.armedAt == at {
 		return
 	}
@@ -868,6 +890,18 @@ func (d *delays[T]) arm(now int64) {
 		}
 	}
 	d.armed, d.armedAt = true, at
+}
+
+// nextAt returns the earliest time at which a waiting item is due or a
+// park ends; something must wait or be parked.
+func (d *delays[T]) nextAt() int64 {
+	switch {
+	case d.held.Len() == 0:
+		return d.waiting.MinAt()
+	case d.waiting.Len() == 0:
+		return d.held.MinAt()
+	}
+	return min(d.waiting.MinAt(), d.held.MinAt())
 }
 
 // stop stops the timer whatever armed says: armed can be false while the
@@ -915,7 +949,7 @@ func (q *Queue[T]) onTimer() {
 	// a stale firing can leave it pending (promoteDueLocked alone would skip
 	// an empty heap and keep that clock waiter).
 	q.delays.armed = false
-	if q.delays.waiting.Len() == 0 {
+	if q.delays.waiting.Len() == 0 && q.delays.held.Len() == 0 {
 		q.delays.stop()
 		return
 	}

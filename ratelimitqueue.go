@@ -112,9 +112,13 @@ func (q *RateLimitingQueue[T]) AddRateLimited(item T) {
 //     processed that is added again runs once more after Done, at the
 //     highest priority it was added at.
 //
-// Add, AddAfter and AddRateLimited are AddWithOptions at priority 0. As
-// with AddAfter, an item added with a positive delay while it is queued or
-// being processed still waits for a further run.
+// Add and AddRateLimited are AddWithOptions at priority 0. Unlike AddAfter
+// (which keeps client-go's semantics), an item added with a positive delay
+// while it is queued does not wait for a further run: its pending run takes
+// the higher priority, as in controller-runtime, where
+// Add("x") then AddWithOptions(AddOptions{After: time.Hour, Priority: 7}, "x")
+// hands x out now at priority 7. An item being processed and not queued
+// again waits o.After for its further run.
 //
 // The limiter is called with the queue's lock held (see AddRateLimited).
 // AddWithOptions does nothing once the queue is shutting down.

@@ -1044,6 +1044,19 @@ type prioModel struct {
 	// that have ready entries, in the order in which they are served.
 	fair  bool
 	turns map[int][]string
+	// parked holds the parked items; ver is the version that the parked
+	// items' ready functions compare with their target.
+	parked map[int]prioPark
+	ver    int
+}
+
+// prioPark is a parked item: ready once ver reaches target, released at
+// the latest at deadline.
+type prioPark struct {
+	target   int
+	deadline time.Duration
+	seq      int // the order of the Park calls, which breaks ties
+	prio     int // its pending priority, once the queue is shut down
 }
 
 // fairKey is the key of the model tests' queues with fairness.
@@ -1063,7 +1076,7 @@ type prioWait struct {
 func newPrioModel(delay func(n int) time.Duration, maxWait time.Duration, fair bool) *prioModel {
 	return &prioModel{dirty: map[int]bool{}, proc: map[int]bool{}, pend: map[int]int{},
 		waiting: map[int]prioWait{}, fails: map[int]int{}, delay: delay, maxWait: maxWait,
-		fair: fair, turns: map[int][]string{}}
+		fair: fair, turns: map[int][]string{}, parked: map[int]prioPark{}}
 }
 
 // hasReady reports whether an entry of priority prio and key k is ready.
@@ -1114,16 +1127,175 @@ func (m *prioModel) waitingInOrder() []int {
 	return items
 }
 
+// promote queues the due items and releases the parked items whose
+// maxWait has passed, in time order (a ready time before a deadline on a
+// tie).
 func (m *prioModel) promote() {
 	if m.shut {
 		return
 	}
-	for _, x := range m.waitingInOrder() {
-		if w := m.waiting[x]; w.at <= m.now {
-			delete(m.waiting, x)
-			m.enqueue(x, w.prio, w.at)
+	for {
+		wx, px := -1, -1
+		if w := m.waitingInOrder(); len(w) > 0 && m.waiting[w[0]].at <= m.now {
+			wx = w[0]
+		}
+		if p := m.parkedInOrder(); len(p) > 0 && m.parked[p[0]].deadline <= m.now {
+			px = p[0]
+		}
+		switch {
+		case px >= 0 && (wx < 0 || m.parked[px].deadline < m.waiting[wx].at):
+			m.unpark(px, m.parked[px].deadline)
+		case wx >= 0:
+			w := m.waiting[wx]
+			delete(m.waiting, wx)
+			m.enqueue(wx, w.prio, w.at)
+		default:
+			return
 		}
 	}
+}
+
+// parkedInOrder returns the parked items, earliest deadline first.
+func (m *prioModel) parkedInOrder() []int {
+	var items []int
+	for x := range m.parked {
+		items = append(items, x)
+	}
+	sort.Slice(items, func(i, j int) bool {
+		a, b := m.parked[items[i]], m.parked[items[j]]
+		return a.deadline < b.deadline || (a.deadline == b.deadline && a.seq < b.seq)
+	})
+	return items
+}
+
+// nextAt is what NextReadyAt reports: the earliest ready time or deadline.
+func (m *prioModel) nextAt() (time.Duration, bool) {
+	var at time.Duration
+	ok := false
+	for _, w := range m.waiting {
+		if !ok || w.at < at {
+			at, ok = w.at, true
+		}
+	}
+	for _, p := range m.parked {
+		if !ok || p.deadline < at {
+			at, ok = p.deadline, true
+		}
+	}
+	return at, ok
+}
+
+// park is Park(x, ready once ver reaches target, maxWait).
+func (m *prioModel) park(x, target int, maxWait time.Duration) {
+	if m.shut {
+		return
+	}
+	m.promote()
+	if maxWait <= 0 {
+		m.unpark(x, m.now)
+		m.add(x, 0)
+		return
+	}
+	_, was := m.parked[x]
+	m.parked[x] = prioPark{target: target, deadline: m.now + maxWait, seq: m.seq}
+	m.seq++
+	if !was {
+		if m.dirty[x] && !m.proc[x] {
+			for i, e := range m.ready {
+				if e.x == x {
+					m.removeReady(i)
+					break
+				}
+			}
+		}
+		if !m.dirty[x] {
+			m.dirty[x] = true
+			m.pend[x] = 0
+		}
+	}
+	if m.ver >= target {
+		m.unpark(x, m.now)
+	}
+}
+
+// unpark releases x, if parked: its held run joins the ready entries at
+// time at unless x is being processed.
+func (m *prioModel) unpark(x int, at time.Duration) {
+	if _, ok := m.parked[x]; !ok {
+		return
+	}
+	delete(m.parked, x)
+	if m.dirty[x] && !m.proc[x] {
+		m.appendReady(prioEntry{x, m.pend[x], at})
+	}
+}
+
+// wake releases, in the order they were parked, the parked items whose
+// target the version has reached.
+func (m *prioModel) wake() {
+	if m.shut {
+		return
+	}
+	m.promote()
+	var ready []int
+	for x, p := range m.parked {
+		if m.ver >= p.target {
+			ready = append(ready, x)
+		}
+	}
+	sort.Slice(ready, func(i, j int) bool { return m.parked[ready[i]].seq < m.parked[ready[j]].seq })
+	for _, x := range ready {
+		m.unpark(x, m.now)
+	}
+}
+
+// detachParked takes the parked items' held runs out, keeping their
+// priorities: at shutdown and in TakeWaiting.
+func (m *prioModel) detachParked() {
+	for x, p := range m.parked {
+		if m.dirty[x] {
+			p.prio = m.pend[x]
+			m.parked[x] = p
+			m.dirty[x] = false
+			m.pend[x] = 0
+		}
+	}
+}
+
+// reschedule is Reschedule(x, d).
+func (m *prioModel) reschedule(x int, d time.Duration) {
+	if m.shut {
+		return
+	}
+	m.promote()
+	if w, ok := m.waiting[x]; ok && d > 0 {
+		w.at, w.seq = m.now+d, m.seq
+		m.seq++
+		m.waiting[x] = w
+		return
+	}
+	m.addAfter(x, d, 0)
+}
+
+// cancelWaiting is CancelWaiting(x).
+func (m *prioModel) cancelWaiting(x int) bool {
+	m.promote()
+	_, ok := m.waiting[x]
+	delete(m.waiting, x)
+	return ok
+}
+
+// waitingFor is WaitingFor(x).
+func (m *prioModel) waitingFor(x int) (time.Duration, bool) {
+	if m.shut {
+		return 0, false
+	}
+	m.promote()
+	w, ok := m.waiting[x]
+	if !ok {
+		return 0, false
+	}
+	return w.at - m.now, true
 }
 
 func (m *prioModel) enqueue(x, prio int, at time.Duration) {
@@ -1132,7 +1304,7 @@ func (m *prioModel) enqueue(x, prio int, at time.Duration) {
 			return
 		}
 		m.pend[x] = prio
-		if !m.proc[x] {
+		if _, parked := m.parked[x]; !m.proc[x] && !parked {
 			for i, e := range m.ready {
 				if e.x == x {
 					m.removeReady(i)
@@ -1189,25 +1361,50 @@ func (m *prioModel) addAfter(x int, d time.Duration, prio int) {
 	m.wait(x, d, prio)
 }
 
+// absorb applies an add after a delay (AddWithOptions) to x's pending run,
+// if it has one, and reports whether it had: a waiting x takes the earlier
+// ready time, and a waiting or queued x the higher priority.
+func (m *prioModel) absorb(x int, after time.Duration, prio int) bool {
+	_, waits := m.waiting[x]
+	if !waits && !m.dirty[x] {
+		return false
+	}
+	if waits {
+		if after > 0 {
+			m.wait(x, after, prio)
+		} else {
+			w := m.waiting[x]
+			w.prio = max(w.prio, prio)
+			m.waiting[x] = w
+		}
+	}
+	if m.dirty[x] {
+		m.enqueue(x, prio, m.now)
+	}
+	return true
+}
+
+// addWithOptions is AddWithOptions without RateLimited.
+func (m *prioModel) addWithOptions(x int, d time.Duration, prio int) {
+	if m.shut {
+		return
+	}
+	m.promote()
+	if d <= 0 {
+		m.add(x, prio)
+		return
+	}
+	if !m.absorb(x, d, prio) {
+		m.wait(x, d, prio)
+	}
+}
+
 func (m *prioModel) addRateLimited(x int, after time.Duration, prio int) {
 	if m.shut {
 		return
 	}
 	m.promote()
-	_, waits := m.waiting[x]
-	if waits || m.dirty[x] {
-		if waits {
-			if after > 0 {
-				m.wait(x, after, prio)
-			} else {
-				w := m.waiting[x]
-				w.prio = max(w.prio, prio)
-				m.waiting[x] = w
-			}
-		}
-		if m.dirty[x] {
-			m.enqueue(x, prio, m.now)
-		}
+	if m.absorb(x, after, prio) {
 		return
 	}
 	d := m.delay(m.fails[x])
@@ -1286,7 +1483,7 @@ func (m *prioModel) done(x int) {
 		return
 	}
 	delete(m.proc, x)
-	if m.dirty[x] {
+	if _, parked := m.parked[x]; m.dirty[x] && !parked {
 		m.appendReady(prioEntry{x, m.pend[x], m.now})
 	}
 }
@@ -1311,6 +1508,7 @@ func runPriorityModel(t *testing.T, ops []byte, maxWait time.Duration, fair bool
 	q := backoff.NewRateLimitingQueue[int](l, opts...)
 	defer q.ShutDown()
 	m := newPrioModel(delay, maxWait, fair)
+	var version atomic.Int64 // what the ready functions of Park read
 	prios := [...]int{-100, -1, 0, 0, 1, 5, 0, -100}
 	var log []string
 	fail := func(format string, args ...any) {
@@ -1323,7 +1521,7 @@ func runPriorityModel(t *testing.T, ops []byte, maxWait time.Duration, fair bool
 		prio := prios[(a>>3)%8]
 		d := time.Duration(int(b%8)-2) * 10 * time.Millisecond
 		var name string
-		switch r := op % 100; {
+		switch r := op % 128; {
 		case r < 15:
 			name = fmt.Sprintf("Add(%d)", x)
 			q.Add(x)
@@ -1335,7 +1533,7 @@ func runPriorityModel(t *testing.T, ops []byte, maxWait time.Duration, fair bool
 			if o.RateLimited {
 				m.addRateLimited(x, d, prio)
 			} else {
-				m.addAfter(x, d, prio)
+				m.addWithOptions(x, d, prio)
 			}
 		case r < 38:
 			name = fmt.Sprintf("AddAfter(%d, %v)", x, d)
@@ -1375,14 +1573,27 @@ func runPriorityModel(t *testing.T, ops []byte, maxWait time.Duration, fair bool
 		case r < 97:
 			name = "TakeWaiting()"
 			m.promote()
+			m.detachParked()
 			want := []string{}
-			for _, x := range m.waitingInOrder() {
-				want = append(want, fmt.Sprintf("%d@%d", x, m.waiting[x].prio))
+			w, p := m.waitingInOrder(), m.parkedInOrder()
+			for len(w) > 0 || len(p) > 0 {
+				if len(w) == 0 || (len(p) > 0 && m.parked[p[0]].deadline < m.waiting[w[0]].at) {
+					want = append(want, fmt.Sprintf("%d@%d parked", p[0], m.parked[p[0]].prio))
+					p = p[1:]
+					continue
+				}
+				want = append(want, fmt.Sprintf("%d@%d", w[0], m.waiting[w[0]].prio))
+				w = w[1:]
 			}
 			m.waiting = map[int]prioWait{}
+			m.parked = map[int]prioPark{}
 			got := []string{}
 			for _, w := range q.TakeWaiting() {
-				got = append(got, fmt.Sprintf("%d@%d", w.Item, w.Priority))
+				s := fmt.Sprintf("%d@%d", w.Item, w.Priority)
+				if w.Parked {
+					s += " parked"
+				}
+				got = append(got, s)
 			}
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				fail("%s = %v, want %v", name, got, want)
@@ -1392,6 +1603,30 @@ func runPriorityModel(t *testing.T, ops []byte, maxWait time.Duration, fair bool
 			q.ShutDown()
 			m.promote()
 			m.shut = true
+			m.detachParked()
+		case r < 104:
+			name = fmt.Sprintf("Reschedule(%d, %v)", x, d)
+			q.Reschedule(x, d)
+			m.reschedule(x, d)
+		case r < 108:
+			got, want := q.CancelWaiting(x), m.cancelWaiting(x)
+			name = fmt.Sprintf("CancelWaiting(%d) = %v", x, got)
+			if got != want {
+				fail("%s, want %v", name, want)
+			}
+		case r < 116:
+			target := m.ver + int(b>>6) // 0 to 3 versions ahead: ready at once for 0
+			name = fmt.Sprintf("Park(%d, version ≥ %d, %v)", x, target, d)
+			q.Park(x, func() bool { return version.Load() >= int64(target) }, d)
+			m.park(x, target, d)
+		case r < 121:
+			name = "version++"
+			m.ver++
+			version.Store(int64(m.ver))
+		case r < 127:
+			name = "Wake()"
+			q.Wake()
+			m.wake()
 		default:
 			continue
 		}
@@ -1403,12 +1638,19 @@ func runPriorityModel(t *testing.T, ops []byte, maxWait time.Duration, fair bool
 			fail("NumRequeues(%d) = %d, want %d", x, got, want)
 		}
 		at, ok := q.NextReadyAt()
-		if w := m.waitingInOrder(); len(w) > 0 && !m.shut {
-			if !ok || at.Sub(epoch) != m.waiting[w[0]].at {
-				fail("NextReadyAt() = %v, %v, want %v", at.Sub(epoch), ok, m.waiting[w[0]].at)
+		if wantAt, wantOK := m.nextAt(); wantOK && !m.shut {
+			if !ok || at.Sub(epoch) != wantAt {
+				fail("NextReadyAt() = %v, %v, want %v", at.Sub(epoch), ok, wantAt)
 			}
 		} else if ok {
 			fail("NextReadyAt() = %v, true, want false", at.Sub(epoch))
+		}
+		gotFor, gotOK := q.WaitingFor(x)
+		if wantFor, wantOK := m.waitingFor(x); gotFor != wantFor || gotOK != wantOK {
+			fail("WaitingFor(%d) = %v, %v, want %v, %v", x, gotFor, gotOK, wantFor, wantOK)
+		}
+		if _, want := m.parked[x]; q.Parked(x) != want {
+			fail("Parked(%d) = %v, want %v", x, !want, want)
 		}
 	}
 }

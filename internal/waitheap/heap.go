@@ -117,6 +117,37 @@ func (h *Heap[T]) Remove(item T) bool {
 	return true
 }
 
+// At applies the batch and returns item's ready time, and whether it
+// waits.
+func (h *Heap[T]) At(item T) (int64, bool) {
+	i := h.find(item)
+	if i < 0 {
+		return 0, false
+	}
+	return h.entry(i).At, true
+}
+
+// Set applies the batch and makes item wait until at, whether that is
+// earlier or later than its current ready time; an item that does not wait
+// is pushed. Either way, among equal ready times the item counts as set
+// last. O(log n).
+func (h *Heap[T]) Set(item T, at int64) {
+	i := h.find(item)
+	if i < 0 {
+		h.push(item, at)
+		return
+	}
+	e := h.entry(i)
+	earlier := at < e.At
+	e.At = at
+	e.seq = h.nextSeq()
+	if earlier {
+		h.up(i)
+	} else {
+		h.down(i) // a later time, or the same one set last
+	}
+}
+
 // find applies the batch and returns the heap position of item, or -1 if it
 // does not wait.
 func (h *Heap[T]) find(item T) int {

@@ -62,3 +62,29 @@ func BenchmarkPushOrLowerPopMin(b *testing.B) {
 		h.PopMin()
 	}
 }
+
+// TestHeapSetMovesEitherWay: Set moves a waiting item later as well as
+// earlier, pushes one that does not wait, and counts it as set last among
+// equal times; At reports the time.
+func TestHeapSetMovesEitherWay(t *testing.T) {
+	var h waitheap.Heap[string]
+	h.PushOrLower("a", 10)
+	h.PushOrLower("b", 20)
+	h.PushOrLower("c", 30)
+	h.Set("a", 25) // later, which PushOrLower would ignore
+	at, ok := h.At("a")
+	assert.True(t, ok)
+	assert.Equal(t, int64(25), at)
+	assert.Equal(t, int64(20), h.MinAt())
+	h.Set("c", 5)  // earlier
+	h.Set("d", 20) // new, ties with b: after it
+	h.Set("b", 20) // same time, set again: after d
+	require.NoError(t, h.Check())
+	var order []string
+	for h.Len() > 0 {
+		order = append(order, h.PopMin().Item)
+	}
+	assert.Equal(t, []string{"c", "d", "b", "a"}, order)
+	_, ok = h.At("a")
+	assert.False(t, ok, "a no longer waits")
+}
