@@ -760,8 +760,8 @@ type delays[T comparable] struct {
 	waiting waitheap.Heap[T] // ready times in nanoseconds since the queue's epoch
 	// held holds the parked items (park.go) by the time at which their
 	// maxWait ends: the timer serves them too.
-	held waitheap.Heap[T]
-	clock   clock.WithDelayedExecution
+	held  waitheap.Heap[T]
+	clock clock.WithDelayedExecution
 
 	// The timer is pending while an item waits and the queue runs. armed
 	// says it was last set for armedAt and not stopped since; a firing, or a
