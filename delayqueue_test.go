@@ -459,3 +459,132 @@ func TestDelayingQueueAddAfterZeroIsAdd(t *testing.T) {
 		q.ShutDown()
 	}
 }
+
+// TestDelayingQueueRescheduleLastCallWins is kubernetes#133560: a requeue in
+// a minute, then one in ten minutes, leaves only the second.
+func TestDelayingQueueRescheduleLastCallWins(t *testing.T) {
+	q, step := newDelayingQueue[string](t)
+	q.AddAfter("a", time.Minute)
+	q.Reschedule("a", 10*time.Minute)
+	d, ok := q.WaitingFor("a")
+	require.True(t, ok)
+	assert.Equal(t, 10*time.Minute, d)
+	step(time.Minute)
+	assert.Equal(t, 0, q.Len(), "the first requeue is gone")
+	d, _ = q.WaitingFor("a")
+	assert.Equal(t, 9*time.Minute, d, "WaitingFor counts down on the clock")
+	q.Reschedule("a", time.Second) // earlier works too
+	step(time.Second)
+	assert.Equal(t, []string{"a"}, getReady[string](t, q))
+	_, ok = q.WaitingFor("a")
+	assert.False(t, ok, "a is queued, not waiting")
+}
+
+func TestDelayingQueueRescheduleWithoutPendingIsAddAfter(t *testing.T) {
+	q, step := newDelayingQueue[string](t)
+	q.Reschedule("a", time.Second)
+	d, ok := q.WaitingFor("a")
+	assert.True(t, ok)
+	assert.Equal(t, time.Second, d)
+	q.Reschedule("b", 0)
+	assert.Equal(t, 1, q.Len(), "d ≤ 0 queues at once")
+	q.Reschedule("a", -time.Second)
+	assert.Equal(t, 2, q.Len(), "a waiting item rescheduled to the past is queued now")
+	_, ok = q.WaitingFor("a")
+	assert.False(t, ok)
+	step(time.Hour)
+	assert.Equal(t, []string{"b", "a"}, getReady[string](t, q))
+}
+
+// TestDelayingQueueRescheduleKeepsAReadyItemReady: only the further run
+// moves.
+func TestDelayingQueueRescheduleKeepsAReadyItemReady(t *testing.T) {
+	q, step := newDelayingQueue[string](t)
+	q.Add("a")
+	q.AddAfter("a", time.Second)
+	q.Reschedule("a", time.Hour)
+	assert.Equal(t, 1, q.Len(), "still queued")
+	d, ok := q.WaitingFor("a")
+	assert.True(t, ok)
+	assert.Equal(t, time.Hour, d)
+	item, _ := q.Get()
+	q.Done(item)
+	step(time.Second)
+	assert.Equal(t, 0, q.Len(), "the one-second run moved to an hour")
+	step(time.Hour)
+	assert.Equal(t, 1, q.Len())
+}
+
+func TestDelayingQueueCancelWaiting(t *testing.T) {
+	q, step := newDelayingQueue[string](t)
+	assert.False(t, q.CancelWaiting("a"), "nothing waits")
+	q.AddAfter("a", time.Second)
+	q.AddAfter("b", 2*time.Second)
+	assert.True(t, q.CancelWaiting("a"))
+	assert.False(t, q.CancelWaiting("a"), "only once")
+	at, ok := q.NextReadyAt()
+	require.True(t, ok)
+	assert.Equal(t, 2*time.Second, at.Sub(epoch), "the timer moved on to b")
+	step(2 * time.Second)
+	assert.False(t, q.CancelWaiting("b"), "b is due: queued, not waiting")
+	assert.Equal(t, []string{"b"}, getReady[string](t, q))
+}
+
+// TestDelayingQueueCancelWaitingStopsTheTimer: cancelling the last waiting
+// item leaves no clock waiter behind.
+func TestDelayingQueueCancelWaitingStopsTheTimer(t *testing.T) {
+	fc := newQueueClock()
+	q := backoff.NewDelayingQueue[string](backoff.WithClock(fc))
+	defer q.ShutDown()
+	q.AddAfter("a", time.Minute)
+	require.True(t, fc.HasWaiters())
+	q.CancelWaiting("a")
+	assert.False(t, fc.HasWaiters())
+}
+
+// TestDelayingQueueCancelWaitingAfterShutDown: the item cancelled is not
+// handed back by TakeWaiting.
+func TestDelayingQueueCancelWaitingAfterShutDown(t *testing.T) {
+	q, _ := newDelayingQueue[string](t)
+	q.AddAfter("a", time.Second)
+	q.AddAfter("b", time.Second)
+	q.ShutDown()
+	_, ok := q.WaitingFor("a")
+	assert.False(t, ok, "nothing becomes ready after ShutDown")
+	assert.True(t, q.CancelWaiting("a"))
+	taken := q.TakeWaiting()
+	require.Len(t, taken, 1)
+	assert.Equal(t, "b", taken[0].Item)
+}
+
+// TestRateLimitingQueueRescheduleKeepsPriority: a rescheduled item keeps
+// the priority it waited with.
+func TestRateLimitingQueueRescheduleKeepsPriority(t *testing.T) {
+	fc := newQueueClock()
+	q := backoff.NewRateLimitingQueue[string](backoff.NewItemExponentialFailureRateLimiter[string](time.Millisecond, time.Second, backoff.WithClock(fc)), backoff.WithClock(fc))
+	defer q.ShutDown()
+	q.AddWithOptions(backoff.AddOptions{After: time.Minute, Priority: 5}, "a")
+	q.Reschedule("a", time.Second)
+	q.Add("b")
+	fc.Step(time.Second)
+	item, prio, _ := q.GetWithPriority()
+	assert.Equal(t, "a", item)
+	assert.Equal(t, 5, prio)
+}
+
+func TestDelayingQueueRescheduleAndCancelAllocateNothing(t *testing.T) {
+	q, _ := newDelayingQueue[int](t)
+	for i := range 1000 {
+		q.AddAfter(i, time.Hour)
+	}
+	i := 0
+	allocs := testing.AllocsPerRun(1000, func() {
+		q.Reschedule(i%1000, time.Duration(i%7+1)*time.Minute)
+		_, _ = q.WaitingFor(i % 1000)
+		if q.CancelWaiting((i + 1) % 1000) {
+			q.AddAfter((i+1)%1000, time.Hour)
+		}
+		i++
+	})
+	assert.Zero(t, allocs)
+}

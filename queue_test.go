@@ -488,6 +488,42 @@ func BenchmarkDelayingQueueAddAfterUpdate(b *testing.B) {
 	}
 }
 
+// BenchmarkDelayingQueueReschedule moves waiting items to a random new
+// ready time, later or earlier, in a heap of 10 000: beside
+// BenchmarkDelayingQueueAddAfterUpdate, which can only move them earlier.
+func BenchmarkDelayingQueueReschedule(b *testing.B) {
+	q := backoff.NewDelayingQueue[int]()
+	defer q.ShutDown()
+	const n = 10_000
+	for i := 0; i < n; i++ {
+		q.AddAfter(i, time.Hour)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		q.Reschedule(i*7919%n, time.Hour+time.Duration(i*104729%n)*time.Millisecond)
+	}
+}
+
+// BenchmarkDelayingQueueCancelWaiting cancels a waiting item and makes it
+// wait again (AddAfter), in a heap of 10 000: a cancel costs the difference
+// from BenchmarkDelayingQueueAddAfterUpdate.
+func BenchmarkDelayingQueueCancelWaiting(b *testing.B) {
+	q := backoff.NewDelayingQueue[int]()
+	defer q.ShutDown()
+	const n = 10_000
+	for i := 0; i < n; i++ {
+		q.AddAfter(i, time.Hour)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		x := i * 7919 % n
+		q.CancelWaiting(x)
+		q.AddAfter(x, time.Hour+time.Duration(i%n))
+	}
+}
+
 // BenchmarkDelayingQueueBytesPerWaitingItem measures the heap memory of a
 // million int items waiting in a queue, in B/item. client-go's delaying
 // queue holds about 95 B per item.
