@@ -117,8 +117,15 @@ func (q *DelayingQueue[T]) CancelWaiting(item T) bool {
 	}
 	now := q.nowLocked()
 	q.promoteDueAtLocked(now)
-	_, waited := q.removeWaitingLocked(item, now)
-	return waited
+	if q.delays.waiting.Len() == 0 || !q.delays.waiting.Remove(item) {
+		return false
+	}
+	q.prios.unwait(item)
+	q.delays.arm(now)
+	if q.delayObs != nil {
+		q.delayObs.cancelled(item)
+	}
+	return true
 }
 
 // WaitingFor reports how long until item's pending delayed add is due, and
@@ -205,6 +212,9 @@ func (q *DelayingQueue[T]) TakeWaiting() []WaitingItem[T] {
 			continue
 		}
 		e := waiting.PopMin()
+		if q.delayObs != nil {
+			q.delayObs.cancelled(e.Item)
+		}
 		out = append(out, WaitingItem[T]{Item: e.Item, ReadyAt: q.epoch.Add(time.Duration(e.At)), Priority: q.prios.unwait(e.Item)})
 	}
 	q.delays.stop() // nothing waits

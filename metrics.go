@@ -141,3 +141,67 @@ func (d *priorityDepths) add(prio, delta int) {
 	d.depths[l] = n
 	d.m.SetPriorityDepth(l, n)
 }
+
+// DelayMetrics is implemented by a [QueueMetrics] that also wants to see
+// the delays items wait before they are queued: how long they wait, how
+// many wait, and how many requeues the retry budget held back. A queue
+// given such metrics with [WithMetrics] calls these methods with its lock
+// held, as it calls the others. client-go has no such measurements
+// (client-go#1414; kubernetes PRs #138256 and #135543 propose them).
+type DelayMetrics interface {
+	// ObserveDelay reports how long an item waited for its delay: from the
+	// AddAfter, AddRateLimited, AddWithOptions or Reschedule that made it
+	// wait to the time it became ready (its ready time, or the Add that
+	// took it out of the wait early). A wait that CancelWaiting or
+	// TakeWaiting ends is not observed.
+	ObserveDelay(d time.Duration)
+	// SetWaiting reports the number of items that wait for a delay, each
+	// time it changes. Parked items ([DelayingQueue.Park]) are not counted.
+	SetWaiting(n int)
+	// IncBudgetRefused counts a rate-limited requeue (AddRateLimited, or
+	// AddWithOptions with RateLimited) that the queue's retry budget
+	// refused: the item waits for the budget instead of for its limiter's
+	// delay (see [RateLimitingQueue.AddRateLimited]).
+	IncBudgetRefused()
+}
+
+// delayObserver measures the waits for DelayMetrics. It lives under the
+// queue's mutex.
+type delayObserver[T comparable] struct {
+	m     DelayMetrics
+	since map[T]int64 // when each waiting item started to wait
+}
+
+// newDelayObserver returns the observer of a queue whose metrics are m, or
+// nil if m does not want delays.
+func newDelayObserver[T comparable](m QueueMetrics) *delayObserver[T] {
+	if dm, ok := m.(DelayMetrics); ok {
+		return &delayObserver[T]{m: dm, since: make(map[T]int64)}
+	}
+	return nil
+}
+
+// waits records that item waits since now, unless it already did.
+func (o *delayObserver[T]) waits(item T, now int64) {
+	if _, ok := o.since[item]; !ok {
+		o.since[item] = now
+		o.m.SetWaiting(len(o.since))
+	}
+}
+
+// ready records that item's wait ended at time at, when it became ready.
+func (o *delayObserver[T]) ready(item T, at int64) {
+	if start, ok := o.since[item]; ok {
+		delete(o.since, item)
+		o.m.ObserveDelay(time.Duration(max(at-start, 0)))
+		o.m.SetWaiting(len(o.since))
+	}
+}
+
+// cancelled records that item's wait ended without making it ready.
+func (o *delayObserver[T]) cancelled(item T) {
+	if _, ok := o.since[item]; ok {
+		delete(o.since, item)
+		o.m.SetWaiting(len(o.since))
+	}
+}

@@ -127,3 +127,58 @@ func TestQueueMetricsEmbeddingNop(t *testing.T) {
 	q.Add(2)
 	assert.Equal(t, 2, m.adds)
 }
+
+// recDelayMetrics is a recMetrics that also records delays.
+type recDelayMetrics struct {
+	recMetrics
+	delays  []time.Duration
+	waiting []int
+	refused int
+}
+
+func (m *recDelayMetrics) ObserveDelay(d time.Duration) { m.delays = append(m.delays, d) }
+func (m *recDelayMetrics) SetWaiting(n int)             { m.waiting = append(m.waiting, n) }
+func (m *recDelayMetrics) IncBudgetRefused()            { m.refused++ }
+
+func TestQueueDelayMetrics(t *testing.T) {
+	fc := newQueueClock()
+	m := &recDelayMetrics{}
+	q := backoff.NewDelayingQueue[string](backoff.WithClock(fc), backoff.WithMetrics(m))
+	defer q.ShutDown()
+	q.AddAfter("a", 3*time.Second)
+	q.AddAfter("b", time.Minute)
+	q.AddAfter("c", time.Minute)
+	q.AddAfter("a", time.Second) // earlier: still one waiting item
+	assert.Equal(t, []int{1, 2, 3}, m.waiting)
+	fc.Step(time.Second)
+	q.Len()
+	assert.Equal(t, []time.Duration{time.Second}, m.delays, "from the first AddAfter to the ready time")
+	fc.Step(time.Second)
+	q.Reschedule("b", 2*time.Second) // the wait counts from b's AddAfter
+	q.Add("c")                       // out of the wait early, after 2s
+	fc.Step(2 * time.Second)
+	q.Len()
+	assert.Equal(t, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}, m.delays)
+	q.AddAfter("d", time.Hour)
+	q.CancelWaiting("d")
+	q.AddAfter("e", time.Hour)
+	q.TakeWaiting()
+	assert.Len(t, m.delays, 3, "a cancelled wait is not a delay")
+	assert.Equal(t, []int{1, 2, 3, 2, 1, 0, 1, 0, 1, 0}, m.waiting)
+}
+
+// TestQueueDelayMetricsCountBudgetRefusals: a rate-limited requeue the
+// budget refuses is counted, and one it allows is not.
+func TestQueueDelayMetricsCountBudgetRefusals(t *testing.T) {
+	fc := newQueueClock()
+	m := &recDelayMetrics{}
+	budget := backoff.NewRetryBudget(0, 0, time.Second, backoff.WithClock(fc)) // no retry ever
+	q := backoff.NewRateLimitingQueue[string](backoff.NewItemExponentialFailureRateLimiter[string](time.Millisecond, time.Second, backoff.WithClock(fc)),
+		backoff.WithClock(fc), backoff.WithMetrics(m), backoff.WithRetryBudget(budget))
+	defer q.ShutDown()
+	q.AddRateLimited("a")
+	q.AddWithOptions(backoff.AddOptions{RateLimited: true, Priority: 1}, "b")
+	assert.Equal(t, 2, m.refused)
+	q.AddAfter("c", time.Second) // not rate-limited: no budget
+	assert.Equal(t, 2, m.refused)
+}

@@ -280,6 +280,59 @@ func TestFairnessWithinEachPriority(t *testing.T) {
 	assert.Equal(t, []string{"a/2@1", "b/1@1", "a/3@1", "b/0@1", "a/0@-1", "a/1@-1"}, getAll[string](t, q))
 }
 
+// TestFairnessSmallTenantsServedWithin100Gets: one tenant adds 10,000
+// keys and 99 tenants one each; every small tenant's key is handed out
+// within the first 100 Gets (round-robin: one turn each, and the big
+// tenant's turns in between).
+func TestFairnessSmallTenantsServedWithin100Gets(t *testing.T) {
+	q := backoff.NewQueue[string](backoff.WithFairness(tenantOf))
+	defer q.ShutDown()
+	for i := range 10_000 {
+		q.Add(fmt.Sprint("big/", i))
+	}
+	for i := range 99 {
+		q.Add(fmt.Sprintf("small%02d/0", i))
+	}
+	servedAt := map[string]int{}
+	for n := 1; n <= 100; n++ {
+		item, _ := q.Get()
+		if tenant := tenantOf(item); tenant != "big" {
+			servedAt[tenant] = n
+		}
+		q.Done(item)
+	}
+	assert.Len(t, servedAt, 99, "every small tenant within 100 Gets")
+	last := 0
+	for _, n := range servedAt {
+		last = max(last, n)
+	}
+	t.Logf("the last small tenant's key came out at Get %d of 100", last)
+}
+
+// TestPriorityDelayedAddRaisesAQueuedItem: a ready item added again with a
+// delay and a higher priority is handed out now at the higher priority,
+// and not a second time later, as in controller-runtime's priority queue
+// (lockedAddWithOpts: the earliest ready time, the highest priority).
+func TestPriorityDelayedAddRaisesAQueuedItem(t *testing.T) {
+	fc := newQueueClock()
+	q := backoff.NewRateLimitingQueue[string](newQLimiter[string](qExponential(time.Second)), backoff.WithClock(fc))
+	defer q.ShutDown()
+	q.Add("x")
+	q.AddWithOptions(backoff.AddOptions{After: time.Hour, Priority: 7}, "x")
+	assert.Equal(t, []string{"x@7"}, getAll[string](t, q))
+	_, waits := q.NextReadyAt()
+	assert.False(t, waits, "absorbed: no second run an hour later")
+
+	// Processing and not queued again: the delayed add is a further run.
+	q.Add("y")
+	item, _ := q.Get()
+	q.AddWithOptions(backoff.AddOptions{After: time.Hour, Priority: 7}, "y")
+	q.Done(item)
+	d, ok := q.WaitingFor("y")
+	assert.True(t, ok)
+	assert.Equal(t, time.Hour, d)
+}
+
 func TestPriorityOptionsPanicOnBadArguments(t *testing.T) {
 	assert.PanicsWithValue(t, "backoff: WithFairness: key must not be nil, got <nil>", func() { backoff.WithFairness[string](nil) })
 	assert.PanicsWithValue(t, "backoff: WithMaxReadyWait: d must not be negative, got -1ns", func() { backoff.WithMaxReadyWait(-1) })

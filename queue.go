@@ -80,6 +80,8 @@ type Queue[T comparable] struct {
 	// prioDepths is set when metrics is a PriorityDepthMetrics
 	// (metrics.go).
 	prioDepths *priorityDepths
+	// delayObs is set when metrics is a DelayMetrics (metrics.go).
+	delayObs *delayObserver[T]
 	// zero is the ready FIFO of priority 0 without fairness, nil with. It is
 	// the queue's one hand-inlined path: pushReadyLocked and popReadyLocked
 	// use it instead of the Levels calls, which the compiler does not
@@ -133,6 +135,7 @@ func (q *Queue[T]) init(cfg config) {
 		if _, nop := m.(NopQueueMetrics); !nop {
 			q.metrics = m
 			q.prioDepths = newPriorityDepths(m)
+			q.delayObs = newDelayObserver[T](m)
 			q.starts = make(map[T]int64)
 			m.TrackProcessing(q.processingTimes)
 		}
@@ -284,7 +287,9 @@ func (q *Queue[T]) clockTimeLocked() int64 { return q.nowLocked() }
 // addWithOptions is AddWithOptions; limiter is nil for a DelayingQueue, and
 // budget is the zero gate for it and without WithRetryBudget. A rate-limited
 // add asks the budget as AddRateLimited does (see budgetGate.requeueDelay).
-func (q *Queue[T]) addWithOptions(o AddOptions, limiter RateLimiter[T], budget budgetGate, items []T) {
+// It returns what became of the last item's requeue (for RunWorkers, which
+// adds one item).
+func (q *Queue[T]) addWithOptions(o AddOptions, limiter RateLimiter[T], budget budgetGate, items []T) (r requeue) {
 	immediate := o.After <= 0 && (!o.RateLimited || limiter == nil)
 	if immediate && len(items) == 1 {
 		_ = q.states.Prefetch(q.states.Hash(items[0])) // as Add does, for the common call
@@ -292,14 +297,14 @@ func (q *Queue[T]) addWithOptions(o AddOptions, limiter RateLimiter[T], budget b
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.shuttingDown {
-		return
+		return requeue{}
 	}
 	if immediate {
 		// Add at a priority, which is no retry.
 		for _, item := range items {
 			q.addLocked(item, q.states.Hash(item), o.Priority)
 		}
-		return
+		return requeue{}
 	}
 	now := q.nowLocked()
 	q.promoteDueAtLocked(now)
@@ -308,17 +313,20 @@ func (q *Queue[T]) addWithOptions(o AddOptions, limiter RateLimiter[T], budget b
 			// Its pending run absorbs this one, as in controller-runtime's
 			// priority queue: the earlier ready time, the higher priority.
 			q.raisePendingLocked(item, o, now)
+			r = requeue{pending: true}
 			continue
 		}
-		d := o.After
+		r = requeue{delay: o.After}
 		if o.RateLimited && limiter != nil {
-			d = budget.requeueDelay(limiter, limiter.When(item))
+			r.delay, r.refused = budget.requeueDelay(limiter, limiter.When(item))
+			q.noteRefusalLocked(r.refused)
 			if o.After > 0 {
-				d = min(d, o.After)
+				r.delay = min(r.delay, o.After)
 			}
 		}
-		q.addAfterAtLocked(item, d, now, o.Priority) // counts a retry, as AddAfter
+		q.addAfterAtLocked(item, r.delay, now, o.Priority) // counts a retry, as AddAfter
 	}
+	return r
 }
 
 // addAfterLocked is AddAfter on a running queue whose due items have been
@@ -831,6 +839,9 @@ func (q *Queue[T]) promoteDueAtLocked(now int64) {
 		// The item joined the FIFO at its ready time, however late this
 		// promotion runs: queue latency counts from there.
 		e := d.waiting.PopMin()
+		if q.delayObs != nil {
+			q.delayObs.ready(e.Item, e.At)
+		}
 		q.enqueueLocked(e.Item, q.states.Hash(e.Item), e.At, q.prios.unwait(e.Item))
 	}
 	d.arm(now)
@@ -845,6 +856,9 @@ func (q *Queue[T]) waitLocked(item T, at, now int64, prio int) {
 	}
 	q.delays.waiting.PushOrLower(item, at)
 	q.delays.arm(now)
+	if q.delayObs != nil {
+		q.delayObs.waits(item, now)
+	}
 }
 
 // removeWaitingLocked takes item out of the wait, if it waits, at time now,
@@ -853,6 +867,9 @@ func (q *Queue[T]) removeWaitingLocked(item T, now int64) (int, bool) {
 	d := &q.delays
 	if d.waiting.Len() > 0 && d.waiting.Remove(item) {
 		d.arm(now)
+		if q.delayObs != nil {
+			q.delayObs.ready(item, now)
+		}
 		return q.prios.unwait(item), true
 	}
 	return 0, false

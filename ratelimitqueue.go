@@ -2,6 +2,7 @@ package backoff
 
 import (
 	"context"
+	"time"
 )
 
 // RateLimitingQueue is a [DelayingQueue] that requeues items after a delay
@@ -81,19 +82,43 @@ func NewRateLimitingQueue[T comparable](limiter RateLimiter[T], opts ...Option) 
 // back into the queue. AddRateLimited does nothing once the queue is shutting
 // down.
 func (q *RateLimitingQueue[T]) AddRateLimited(item T) {
+	q.addRateLimited(item)
+}
+
+// addRateLimited is AddRateLimited; it returns the delay of the requeue,
+// and whether the retry budget refused it (RunWorkers logs that), or
+// pending true if the item's run was already pending.
+func (q *RateLimitingQueue[T]) addRateLimited(item T) (r requeue) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.shuttingDown {
-		return
+		return requeue{}
 	}
 	now := q.nowLocked()
 	q.promoteDueAtLocked(now) // an item that is due counts as queued, not waiting
 	if q.queuedOrWaitingLocked(item) {
 		q.raisePendingLocked(item, AddOptions{}, now) // a pending run at a negative priority rises to 0
-		return
+		return requeue{pending: true}
 	}
-	d := q.budget.requeueDelay(q.limiter, q.limiter.When(item))
-	q.addAfterLocked(item, d, now)
+	r.delay, r.refused = q.budget.requeueDelay(q.limiter, q.limiter.When(item))
+	q.noteRefusalLocked(r.refused)
+	q.addAfterLocked(item, r.delay, now)
+	return r
+}
+
+// requeue is what became of a rate-limited requeue, for RunWorkers' log.
+type requeue struct {
+	delay   time.Duration // how long the item waits
+	refused bool          // the retry budget refused it: delay is the budget's
+	pending bool          // a run of the item was already pending: nothing was added
+}
+
+// noteRefusalLocked counts a requeue the retry budget refused, if refused,
+// in the DelayMetrics.
+func (q *Queue[T]) noteRefusalLocked(refused bool) {
+	if refused && q.delayObs != nil {
+		q.delayObs.m.IncBudgetRefused()
+	}
 }
 
 // AddWithOptions adds items as o says. It is controller-runtime's

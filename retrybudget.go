@@ -758,14 +758,15 @@ func refused(attempts int, last error) *RetryError {
 }
 
 // requeueDelay returns how long a queue's retry that limiter delayed by
-// limiterDelay waits: limiterDelay if the budget allows the retry now;
+// limiterDelay waits, and whether the budget refused it: limiterDelay if the
+// budget allows the retry now;
 // otherwise the time until it would allow one, plus a random spread of up to
 // one window so that items refused together come back apart, and at least
 // limiterDelay, but no more than the limiter's cap when it states one (see
 // [RateLimitingQueue.AddRateLimited] and packageLimiter).
-func (g *budgetGate) requeueDelay(limiter any, limiterDelay time.Duration) time.Duration {
+func (g *budgetGate) requeueDelay(limiter any, limiterDelay time.Duration) (time.Duration, bool) {
 	if g.retry(0) {
-		return limiterDelay
+		return limiterDelay, false
 	}
 	b := g.budget
 	wait, ok := b.retryAllowedIn()
@@ -779,5 +780,5 @@ func (g *budgetGate) requeueDelay(limiter any, limiterDelay time.Duration) time.
 			wait = min(wait, ceiling)
 		}
 	}
-	return max(wait, limiterDelay)
+	return max(wait, limiterDelay), true
 }

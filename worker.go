@@ -61,7 +61,11 @@ func (p *handlerPanic) Error() string { return fmt.Sprintf("backoff: handler pan
 // with AddRateLimited. The worker survives, so the pool keeps its size. An
 // error returned because ctx ended (context.Canceled, DeadlineExceeded) is
 // not logged. Logs go to the queue's logger ([WithLogger], default
-// slog.Default()), with the queue's name ([WithName]).
+// slog.Default()), with the queue's name ([WithName]). With
+// [WithRetryBudget], a requeue that the budget refused says so: its line
+// reads "retry budget exhausted" and carries retry_budget_refused=true and
+// the delay the budget set (a Result.Requeue, which logs nothing when
+// allowed, logs it at warning level), and [DelayMetrics] counts it.
 //
 // handle receives ctx. Items of q are processed one at a time, never by two
 // workers at once (the queue guarantees it); different items concurrently.
@@ -161,23 +165,24 @@ func (p *workerPool[T]) settle(item T, prio int, res Result, err error) {
 	var hp *handlerPanic
 	switch {
 	case errors.As(err, &hp):
-		q.addRateLimitedAt(item, prio)
-		p.logFailure("backoff: handler panicked; item requeued with backoff", item, err,
-			slog.Int("requeues", q.NumRequeues(item)), slog.String("stack", string(hp.stack)))
+		r := q.addRateLimitedAt(item, prio)
+		p.logFailure(r.message("backoff: handler panicked; item requeued with backoff"), item, err,
+			append(r.attrs(q.NumRequeues(item)), slog.String("stack", string(hp.stack)))...)
 	case IsPermanent(err):
 		q.Forget(item)
 		p.logFailure("backoff: item failed permanently; not requeued", item, err)
 	case err != nil:
-		q.addRateLimitedAt(item, res.priorityOr(prio))
+		r := q.addRateLimitedAt(item, res.priorityOr(prio))
 		if p.ctx.Err() == nil || !(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
-			p.logFailure("backoff: item failed; requeued with backoff", item, err,
-				slog.Int("requeues", q.NumRequeues(item)))
+			p.logFailure(r.message("backoff: item failed; requeued with backoff"), item, err, r.attrs(q.NumRequeues(item))...)
 		}
 	case res.RequeueAfter > 0:
 		q.Forget(item)
 		q.addAfterAt(item, res.RequeueAfter, res.priorityOr(prio))
 	case res.Requeue:
-		q.addRateLimitedAt(item, res.priorityOr(prio))
+		if r := q.addRateLimitedAt(item, res.priorityOr(prio)); r.refused {
+			p.log(slog.LevelWarn, budgetRefusedRequeue, item, nil, r.attrs(q.NumRequeues(item))...)
+		}
 	default:
 		q.Forget(item)
 	}
@@ -185,6 +190,11 @@ func (p *workerPool[T]) settle(item T, prio int, res Result, err error) {
 
 // logFailure logs the failure of item at error level.
 func (p *workerPool[T]) logFailure(msg string, item T, err error, attrs ...slog.Attr) {
+	p.log(slog.LevelError, msg, item, err, attrs...)
+}
+
+// log logs msg about item, with err if not nil, at level.
+func (p *workerPool[T]) log(level slog.Level, msg string, item T, err error, attrs ...slog.Attr) {
 	l := p.q.logger
 	if l == nil {
 		l = slog.Default()
@@ -193,8 +203,34 @@ func (p *workerPool[T]) logFailure(msg string, item T, err error, attrs ...slog.
 	if p.q.name != "" {
 		all = append(all, slog.String("queue", p.q.name))
 	}
-	all = append(all, slog.Any("item", item), slog.Any("error", err))
-	l.LogAttrs(p.ctx, slog.LevelError, msg, append(all, attrs...)...)
+	all = append(all, slog.Any("item", item))
+	if err != nil {
+		all = append(all, slog.Any("error", err))
+	}
+	l.LogAttrs(p.ctx, level, msg, append(all, attrs...)...)
+}
+
+// budgetRefusedRequeue is the log message of a requeue (Result.Requeue)
+// that the retry budget refused; a failure's message says it after its own.
+const budgetRefusedRequeue = "backoff: retry budget exhausted; item waits for the budget, not its backoff"
+
+// message returns msg, the log message of a failure requeued with backoff,
+// or the message that says the retry budget refused the requeue.
+func (r requeue) message(msg string) string {
+	if r.refused {
+		return "backoff: item failed; retry budget exhausted, item waits for the budget, not its backoff"
+	}
+	return msg
+}
+
+// attrs returns the log attributes of a requeue: the failure count, and,
+// when the budget refused it, that and the delay it set.
+func (r requeue) attrs(requeues int) []slog.Attr {
+	a := []slog.Attr{slog.Int("requeues", requeues)}
+	if r.refused {
+		a = append(a, slog.Bool("retry_budget_refused", true), slog.Duration("delay", r.delay))
+	}
+	return a
 }
 
 // priorityOr returns the priority r asks for, or prio if r asks for none.
@@ -206,12 +242,11 @@ func (r Result) priorityOr(prio int) int {
 }
 
 // addRateLimitedAt is AddRateLimited at priority prio, for the workers.
-func (q *RateLimitingQueue[T]) addRateLimitedAt(item T, prio int) {
+func (q *RateLimitingQueue[T]) addRateLimitedAt(item T, prio int) requeue {
 	if prio == 0 {
-		q.AddRateLimited(item)
-		return
+		return q.addRateLimited(item)
 	}
-	q.AddWithOptions(AddOptions{RateLimited: true, Priority: prio}, item)
+	return q.addWithOptions(AddOptions{RateLimited: true, Priority: prio}, q.limiter, q.budget, []T{item})
 }
 
 // addAfterAt is AddAfter at priority prio, for the workers.

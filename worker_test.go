@@ -225,3 +225,47 @@ func TestRunWorkersPanicsOnBadArguments(t *testing.T) {
 		backoff.RunWorkers(nilCtx, q, 1, handle)
 	})
 }
+
+// TestRunWorkersSaysWhenTheBudgetRefusesARequeue: a requeue that the retry
+// budget refused is logged as such, with the delay it set, and counted in
+// the DelayMetrics; an allowed one keeps the usual line.
+func TestRunWorkersSaysWhenTheBudgetRefusesARequeue(t *testing.T) {
+	fc := newQueueClock()
+	var logs syncBuffer
+	m := &recDelayMetrics{}
+	budget := backoff.NewRetryBudget(0, 1, time.Second, backoff.WithClock(fc)) // one retry per second
+	l := newQLimiter[string](func(int) time.Duration { return time.Millisecond })
+	q := backoff.NewRateLimitingQueue[string](l, backoff.WithClock(fc), backoff.WithMetrics(m), backoff.WithRetryBudget(budget),
+		backoff.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	items := []string{"first", "second", "again", "end"}
+	for _, item := range items {
+		q.Add(item)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	handle := func(_ context.Context, item string) (backoff.Result, error) {
+		switch item {
+		case "first", "second":
+			return backoff.Result{}, errors.New("transient")
+		case "again":
+			return backoff.Result{Requeue: true}, nil
+		}
+		cancel()
+		return backoff.Result{}, nil
+	}
+	done := make(chan struct{})
+	go func() {
+		backoff.RunWorkers(ctx, q, 1, handle)
+		close(done)
+	}()
+	waitFor(t, "RunWorkers to return", done, fc)
+
+	log := logs.String()
+	assert.Contains(t, log, `level=ERROR msg="backoff: item failed; requeued with backoff" item=first error=transient requeues=1`)
+	second := logLines(log, "second")
+	require.Len(t, second, 1)
+	assert.Contains(t, second[0], `level=ERROR msg="backoff: item failed; retry budget exhausted, item waits for the budget, not its backoff" item=second error=transient requeues=1 retry_budget_refused=true delay=`)
+	again := logLines(log, "again")
+	require.Len(t, again, 1)
+	assert.Contains(t, again[0], `level=WARN msg="backoff: retry budget exhausted; item waits for the budget, not its backoff" item=again requeues=1 retry_budget_refused=true delay=`)
+	assert.Equal(t, 2, m.refused)
+}
