@@ -31,6 +31,9 @@
 //	workqueue.work_duration                histogram  s          time from Get to Done
 //	workqueue.unfinished_work              gauge      s          processing time so far, summed over the items in process
 //	workqueue.longest_running_processor    gauge      s          processing time so far of the longest-running item
+//	workqueue.rate_limiter_delay           histogram  s          time an item waited for its delay, from AddAfter or AddRateLimited to ready
+//	workqueue.delayed_items                gauge      {item}     items waiting for a delay
+//	workqueue.retry_budget_refused         counter    {retry}    rate-limited requeues the queue's retry budget refused
 //	retrykit.retry.retries                 histogram  {retry}    retries of a call (attempts after the first); calls without one are not recorded
 //	retrykit.retry.delay                   histogram  s          time a call waited between attempts, in total; idem
 //	retrykit.retry_budget.requests         counter    {request}  requests the budget recorded

@@ -117,10 +117,12 @@ func ExampleNewMetrics() {
 	// retrykit.retry_budget.requests{name=api} 1
 	// retrykit.retry_budget.retries{name=api} 0
 	// workqueue.adds{name=pods} 2
+	// workqueue.delayed_items{name=pods} 0
 	// workqueue.depth{name=pods} 2
 	// workqueue.longest_running_processor{name=pods} 0
 	// workqueue.priority_depth{name=pods,priority=0} 2
 	// workqueue.retries{name=pods} 0
+	// workqueue.retry_budget_refused{name=pods} 0
 	// workqueue.unfinished_work{name=pods} 0
 }
 

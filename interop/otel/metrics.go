@@ -27,6 +27,9 @@ const (
 	QueueWorkDurationName   = "workqueue.work_duration"
 	QueueUnfinishedWorkName = "workqueue.unfinished_work"
 	QueueLongestRunningName = "workqueue.longest_running_processor"
+	QueueDelayName          = "workqueue.rate_limiter_delay"
+	QueueDelayedItemsName   = "workqueue.delayed_items"
+	QueueBudgetRefusedName  = "workqueue.retry_budget_refused"
 	RetryRetriesName        = "retrykit.retry.retries"
 	RetryDelayName          = "retrykit.retry.delay"
 	RetryBudgetRequestsName = "retrykit.retry_budget.requests"
@@ -81,6 +84,7 @@ var delayBounds = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60
 // value is not usable: create it with [NewMetrics].
 type Metrics struct {
 	latency, work metric.Float64Histogram
+	queueDelay    metric.Float64Histogram
 	retries       metric.Int64Histogram
 	delay         metric.Float64Histogram
 	observables   observables
@@ -98,8 +102,8 @@ type Metrics struct {
 // observables are the asynchronous instruments, all reported by one
 // callback.
 type observables struct {
-	depth, prioDepth, keys                 metric.Int64ObservableGauge
-	adds, queueRetries                     metric.Int64ObservableCounter
+	depth, prioDepth, keys, delayed        metric.Int64ObservableGauge
+	adds, queueRetries, queueRefused       metric.Int64ObservableCounter
 	budgetRequests, budgetRetries, refused metric.Int64ObservableCounter
 	admitted, rejected                     metric.Int64ObservableCounter
 	unfinished, longest                    metric.Float64ObservableGauge
@@ -156,6 +160,16 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 		metric.WithDescription("Seconds a worker held an item, from Get to Done."),
 		metric.WithExplicitBucketBoundaries(durationBounds...))
 	check(err)
+	m.queueDelay, err = meter.Float64Histogram(QueueDelayName, metric.WithUnit("s"),
+		metric.WithDescription("Seconds an item waited for its delay (AddAfter, AddRateLimited), from the add to the moment it became ready."),
+		metric.WithExplicitBucketBoundaries(durationBounds...))
+	check(err)
+	o.delayed, err = meter.Int64ObservableGauge(QueueDelayedItemsName, metric.WithUnit("{item}"),
+		metric.WithDescription("Items waiting for a delay before they are queued."))
+	check(err)
+	o.queueRefused, err = meter.Int64ObservableCounter(QueueBudgetRefusedName, metric.WithUnit("{retry}"),
+		metric.WithDescription("Rate-limited requeues that the queue's retry budget refused: the item waited for the budget instead of its backoff."))
+	check(err)
 	o.unfinished, err = meter.Float64ObservableGauge(QueueUnfinishedWorkName, metric.WithUnit("s"),
 		metric.WithDescription("Seconds spent so far on the items being processed, added up; a value that keeps growing points to a stuck worker."))
 	check(err)
@@ -202,7 +216,7 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	check(err)
 	if len(errs) == 0 {
 		m.registration, err = meter.RegisterCallback(m.observe,
-			o.depth, o.prioDepth, o.adds, o.queueRetries, o.unfinished, o.longest,
+			o.depth, o.prioDepth, o.adds, o.queueRetries, o.unfinished, o.longest, o.delayed, o.queueRefused,
 			o.budgetRequests, o.budgetRetries, o.refused, o.balance,
 			o.limit, o.burst, o.tokens, o.keys, o.admitted, o.rejected)
 		check(err)
@@ -234,6 +248,7 @@ func (m *Metrics) observe(_ context.Context, obs metric.Observer) error {
 	o := &m.observables
 	type queueSums struct {
 		depth, adds, retries int64
+		delayed, refused     int64
 		unfinished, longest  time.Duration
 		prio                 map[string]int64
 	}
@@ -247,6 +262,8 @@ func (m *Metrics) observe(_ context.Context, obs metric.Observer) error {
 		s.depth += q.depth.Load()
 		s.adds += q.adds.Load()
 		s.retries += q.retries.Load()
+		s.delayed += q.delayed.Load()
+		s.refused += q.refused.Load()
 		q.prioMu.Lock()
 		for p, n := range q.prio {
 			s.prio[p] += n
@@ -264,6 +281,8 @@ func (m *Metrics) observe(_ context.Context, obs metric.Observer) error {
 		obs.ObserveInt64(o.depth, s.depth, at)
 		obs.ObserveInt64(o.adds, s.adds, at)
 		obs.ObserveInt64(o.queueRetries, s.retries, at)
+		obs.ObserveInt64(o.delayed, s.delayed, at)
+		obs.ObserveInt64(o.queueRefused, s.refused, at)
 		obs.ObserveFloat64(o.unfinished, s.unfinished.Seconds(), at)
 		obs.ObserveFloat64(o.longest, s.longest.Seconds(), at)
 		for p, n := range s.prio {

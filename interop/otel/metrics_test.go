@@ -66,6 +66,18 @@ func TestQueueMetricsReportTheWorkqueueSet(t *testing.T) {
 	if got := c.value(t, otel.QueueRetriesName, pods); got != 1 {
 		t.Errorf("retries = %v, want 1", got)
 	}
+	if got := c.value(t, otel.QueueDelayedItemsName, pods); got != 1 {
+		t.Errorf("delayed items = %v, want 1", got)
+	}
+	fc.Step(time.Second)
+	q.Len()
+	c = collect(t, reader)
+	if got := c.value(t, otel.QueueDelayedItemsName, pods); got != 0 {
+		t.Errorf("delayed items once due = %v, want 0", got)
+	}
+	if d, ok := c.histogram(otel.QueueDelayName, pods); !ok || d.Count != 1 || d.Sum != 1 {
+		t.Errorf("rate_limiter_delay = %+v, want one observation of 1 s", d)
+	}
 	if got := c.value(t, otel.QueueUnfinishedWorkName, pods); got != 0 {
 		t.Errorf("unfinished work after Done = %v, want 0", got)
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 // QueueMetrics is the backoff.QueueMetrics (and
-// backoff.PriorityDepthMetrics) of one queue: it reports the queue's
+// backoff.PriorityDepthMetrics and backoff.DelayMetrics) of one queue: it reports the queue's
 // measurements under its name in the [Metrics] that made it.
 // [Metrics.ForQueue] returns one, to pass with backoff.WithMetrics.
 //
@@ -30,6 +30,8 @@ type QueueMetrics struct {
 	depth   atomic.Int64
 	adds    atomic.Int64
 	retries atomic.Int64
+	delayed atomic.Int64          // items waiting for a delay
+	refused atomic.Int64          // requeues the retry budget refused
 	rec     []metric.RecordOption // name=name, built once
 
 	prioMu sync.Mutex // guards prio and probe
@@ -40,6 +42,7 @@ type QueueMetrics struct {
 var (
 	_ backoff.QueueMetrics         = (*QueueMetrics)(nil)
 	_ backoff.PriorityDepthMetrics = (*QueueMetrics)(nil)
+	_ backoff.DelayMetrics         = (*QueueMetrics)(nil)
 )
 
 // ForQueue returns the metrics to pass, with backoff.WithMetrics, to the
@@ -110,6 +113,17 @@ func (q *QueueMetrics) ObserveLatency(d time.Duration) {
 func (q *QueueMetrics) ObserveWorkDuration(d time.Duration) {
 	q.m.work.Record(context.Background(), d.Seconds(), q.rec...)
 }
+
+// ObserveDelay records d, in seconds, in workqueue.rate_limiter_delay.
+func (q *QueueMetrics) ObserveDelay(d time.Duration) {
+	q.m.queueDelay.Record(context.Background(), d.Seconds(), q.rec...)
+}
+
+// SetWaiting sets workqueue.delayed_items to n.
+func (q *QueueMetrics) SetWaiting(n int) { q.delayed.Store(int64(n)) }
+
+// IncBudgetRefused adds 1 to workqueue.retry_budget_refused.
+func (q *QueueMetrics) IncBudgetRefused() { q.refused.Add(1) }
 
 // TrackProcessing keeps the queue's probe, called when the metrics are
 // collected for workqueue.unfinished_work and

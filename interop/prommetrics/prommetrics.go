@@ -24,7 +24,13 @@
 //	workqueue_unfinished_work_seconds            gauge      processing time so far, summed over the items in process
 //	workqueue_longest_running_processor_seconds  gauge      processing time so far of the longest-running item
 //	workqueue_retries_total                      counter    AddAfter and AddRateLimited calls the queue accepted
+//	workqueue_rate_limiter_delay_seconds         histogram  time an item waited for its delay, from AddAfter or AddRateLimited to ready
+//	workqueue_delayed_items                      gauge      items waiting for a delay
+//	workqueue_retry_budget_refused_total         counter    rate-limited requeues that the queue's retry budget refused
 //
+// The delay metrics take the names proposed for client-go (kubernetes PRs
+// #138256 and #135543, open), which has no measure of how long items wait
+// in backoff.
 // and one with a second label, priority (controller-runtime's depth per
 // priority; at most backoff.MaxPriorityLabels values per queue, the rest
 // under backoff.OtherPriorityLabel), with series only for the priorities
@@ -85,6 +91,10 @@ type Metrics struct {
 	latency *prometheus.HistogramVec
 	work    *prometheus.HistogramVec
 	retries *prometheus.CounterVec
+
+	delay         *prometheus.HistogramVec
+	delayed       *prometheus.GaugeVec
+	budgetRefused *prometheus.CounterVec
 	// priorityDepth has the labels name and priority.
 	priorityDepth *prometheus.GaugeVec
 
@@ -131,6 +141,22 @@ func New() *Metrics {
 			Subsystem: "workqueue",
 			Name:      "retries_total",
 			Help:      "Delayed and rate-limited adds (AddAfter, AddRateLimited) that the queue accepted.",
+		}, []string{labelName}),
+		delay: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: "workqueue",
+			Name:      "rate_limiter_delay_seconds",
+			Help:      "Seconds an item waited for its delay (AddAfter, AddRateLimited), from the add to the moment it became ready.",
+			Buckets:   durationBuckets,
+		}, []string{labelName}),
+		delayed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Subsystem: "workqueue",
+			Name:      "delayed_items",
+			Help:      "Items waiting for a delay before they are queued; one that stays above 0 points to an item failing again and again.",
+		}, []string{labelName}),
+		budgetRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: "workqueue",
+			Name:      "retry_budget_refused_total",
+			Help:      "Rate-limited requeues that the queue's retry budget refused: the item waited for the budget instead of its backoff.",
 		}, []string{labelName}),
 		priorityDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Subsystem: "workqueue",
@@ -179,13 +205,17 @@ func (m *Metrics) ForQueue(name string) *QueueMetrics {
 		latency: m.latency.WithLabelValues(name),
 		work:    m.work.WithLabelValues(name),
 		retries: m.retries.WithLabelValues(name),
+
+		delay:         m.delay.WithLabelValues(name),
+		delayed:       m.delayed.WithLabelValues(name),
+		budgetRefused: m.budgetRefused.WithLabelValues(name),
 	}
 	m.queues[q] = struct{}{}
 	m.names[name]++
 	return q
 }
 
-// Describe sends the descriptors of the eight metrics. It implements
+// Describe sends the descriptors of the eleven metrics. It implements
 // prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.depth.Describe(ch)
@@ -193,6 +223,9 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.latency.Describe(ch)
 	m.work.Describe(ch)
 	m.retries.Describe(ch)
+	m.delay.Describe(ch)
+	m.delayed.Describe(ch)
+	m.budgetRefused.Describe(ch)
 	m.priorityDepth.Describe(ch)
 	ch <- m.unfinished
 	ch <- m.longest
@@ -210,6 +243,9 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.latency.Collect(ch)
 	m.work.Collect(ch)
 	m.retries.Collect(ch)
+	m.delay.Collect(ch)
+	m.delayed.Collect(ch)
+	m.budgetRefused.Collect(ch)
 	m.priorityDepth.Collect(ch)
 
 	type probe struct {

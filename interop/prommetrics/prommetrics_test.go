@@ -18,8 +18,12 @@ import (
 	"github.com/retrykit/backoff/interop/prommetrics"
 )
 
-// The seven families, with client-go's workqueue metric names and types.
+// The families: client-go's seven workqueue metrics, and the three delay
+// metrics under the names proposed for client-go.
 var families = map[string]dto.MetricType{
+	"workqueue_rate_limiter_delay_seconds":        dto.MetricType_HISTOGRAM,
+	"workqueue_delayed_items":                     dto.MetricType_GAUGE,
+	"workqueue_retry_budget_refused_total":        dto.MetricType_COUNTER,
 	"workqueue_depth":                             dto.MetricType_GAUGE,
 	"workqueue_adds_total":                        dto.MetricType_COUNTER,
 	"workqueue_queue_duration_seconds":            dto.MetricType_HISTOGRAM,
@@ -78,7 +82,7 @@ func TestHistogramBuckets(t *testing.T) {
 			assert.InEpsilon(t, want[i], b.GetUpperBound(), 1e-9, "%s bucket %d", f.GetName(), i)
 		}
 	}
-	assert.Equal(t, 2, seen, "histograms")
+	assert.Equal(t, 3, seen, "histograms")
 }
 
 // A queue driven step by step on a fake clock moves every series by exactly
@@ -313,4 +317,35 @@ func TestSetPriorityDepthAllocatesNothingOnceSeen(t *testing.T) {
 	qm := m.ForQueue("prio")
 	qm.SetPriorityDepth("-100", 1)
 	assert.Zero(t, testing.AllocsPerRun(100, func() { qm.SetPriorityDepth("-100", 2) }))
+}
+
+// TestDelaySeries: an item that waits moves workqueue_delayed_items up and
+// down and lands in workqueue_rate_limiter_delay_seconds with the time it
+// waited.
+func TestDelaySeries(t *testing.T) {
+	const name = "things"
+	reg, m := newRegistry(t)
+	clock := testingclock.NewFakeClock(epoch)
+	q := backoff.NewDelayingQueue[string](backoff.WithClock(clock), backoff.WithName(name), backoff.WithMetrics(m.ForQueue(name)))
+	defer q.ShutDown()
+	family := func(metric string) *dto.Metric {
+		got, err := reg.Gather()
+		require.NoError(t, err)
+		for _, f := range got {
+			if f.GetName() == metric {
+				return f.GetMetric()[0]
+			}
+		}
+		t.Fatalf("no %s", metric)
+		return nil
+	}
+	q.AddAfter("a", 3*time.Second)
+	q.AddAfter("b", time.Hour)
+	assert.Equal(t, 2.0, family("workqueue_delayed_items").GetGauge().GetValue())
+	clock.Step(3 * time.Second)
+	q.Len()
+	assert.Equal(t, 1.0, family("workqueue_delayed_items").GetGauge().GetValue())
+	h := family("workqueue_rate_limiter_delay_seconds").GetHistogram()
+	assert.Equal(t, uint64(1), h.GetSampleCount())
+	assert.InDelta(t, 3.0, h.GetSampleSum(), 1e-9)
 }

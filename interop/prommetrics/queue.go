@@ -28,6 +28,10 @@ type QueueMetrics struct {
 	work    prometheus.Observer
 	retries prometheus.Counter
 
+	delay         prometheus.Observer
+	delayed       prometheus.Gauge
+	budgetRefused prometheus.Counter
+
 	// prioMu guards prio, the workqueue_priority_depth series of the
 	// priorities the queue has reported, looked up once each.
 	prioMu  sync.Mutex
@@ -42,6 +46,7 @@ type QueueMetrics struct {
 var (
 	_ backoff.QueueMetrics         = (*QueueMetrics)(nil)
 	_ backoff.PriorityDepthMetrics = (*QueueMetrics)(nil)
+	_ backoff.DelayMetrics         = (*QueueMetrics)(nil)
 )
 
 // SetPriorityDepth sets workqueue_priority_depth of priority to n. The
@@ -80,6 +85,16 @@ func (q *QueueMetrics) ObserveLatency(d time.Duration) { q.latency.Observe(d.Sec
 // ObserveWorkDuration records d, in seconds, in
 // workqueue_work_duration_seconds.
 func (q *QueueMetrics) ObserveWorkDuration(d time.Duration) { q.work.Observe(d.Seconds()) }
+
+// ObserveDelay records d, in seconds, in
+// workqueue_rate_limiter_delay_seconds.
+func (q *QueueMetrics) ObserveDelay(d time.Duration) { q.delay.Observe(d.Seconds()) }
+
+// SetWaiting sets workqueue_delayed_items to n.
+func (q *QueueMetrics) SetWaiting(n int) { q.delayed.Set(float64(n)) }
+
+// IncBudgetRefused adds 1 to workqueue_retry_budget_refused_total.
+func (q *QueueMetrics) IncBudgetRefused() { q.budgetRefused.Inc() }
 
 // TrackProcessing keeps probe, which the queue's constructor passes, and
 // calls it at every scrape to report workqueue_unfinished_work_seconds and
@@ -126,5 +141,8 @@ func (q *QueueMetrics) Delete() {
 	m.latency.DeleteLabelValues(q.name)
 	m.work.DeleteLabelValues(q.name)
 	m.retries.DeleteLabelValues(q.name)
+	m.delay.DeleteLabelValues(q.name)
+	m.delayed.DeleteLabelValues(q.name)
+	m.budgetRefused.DeleteLabelValues(q.name)
 	m.priorityDepth.DeletePartialMatch(prometheus.Labels{labelName: q.name})
 }
