@@ -441,6 +441,31 @@ func (t *armingTimer) Reset(d time.Duration) bool {
 	return r
 }
 
+// readmePark is the twin of the README's parking block.
+func readmePark(q *backoff.RateLimitingQueue[string], key string, rv int64, cacheVersion func(string) int64) {
+	// reconcile, after its write of key at version rv: no run until the cache has seen it
+	q.Park(key, func() bool { return cacheVersion(key) >= rv }, 5*time.Second)
+
+	// the informer's event handler
+	q.Add(key)
+	q.Wake()
+}
+
+// TestReadmePark: the event of the controller's own write, seen before the
+// cache has it, does not release the item; the Wake after the cache
+// catches up does.
+func TestReadmePark(t *testing.T) {
+	fc := testclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	q := backoff.NewRateLimitingQueue(backoff.DefaultControllerRateLimiter[string](backoff.WithClock(fc)), backoff.WithClock(fc))
+	defer q.ShutDown()
+	var seen atomic.Int64
+	readmePark(q, "default/web", 7, func(string) int64 { return seen.Load() })
+	assert.Equal(t, 0, q.Len(), "held: the cache is at version 0")
+	seen.Store(7)
+	q.Wake()
+	assert.Equal(t, 1, q.Len())
+}
+
 // readmeFeedAndDrain is the twin of the README's "Feed and drain a
 // controller's queue": reconcile fails twice, then succeeds.
 func readmeFeedAndDrain(ctx context.Context, fc clock.WithDelayedExecution, reconcile func(context.Context, string) error) {

@@ -1,6 +1,8 @@
 package controllerruntime
 
 import (
+	"time"
+
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 
@@ -18,6 +20,11 @@ import (
 // Unlike controller-runtime's priority queue, it runs no goroutine, adds
 // synchronously, reads time through backoff.WithClock, and its
 // ShutDownWithDrain waits for the queued items to be processed.
+//
+// The queue also has the methods that controller-runtime's interfaces
+// lack (kubernetes#133560, #49783, KEP-5647): Reschedule, CancelWaiting,
+// WaitingFor, Park, Wake and Parked, reached with a type assertion to
+// [Scheduler] on the queue a controller's NewQueue made (see the README).
 //
 // NewPriorityQueue panics if limiter is nil.
 func NewPriorityQueue[T comparable](name string, limiter workqueue.TypedRateLimiter[T], opts ...backoff.Option) priorityqueue.PriorityQueue[T] {
@@ -52,3 +59,22 @@ func (q priorityQueue[T]) AddWithOpts(o priorityqueue.AddOpts, items ...T) {
 }
 
 var _ priorityqueue.PriorityQueue[request] = priorityQueue[request]{}
+
+// Scheduler is what the queues of [NewPriorityQueue] (and
+// backoff.RateLimitingQueue itself) add to controller-runtime's queue
+// interfaces: replace or cancel an item's pending requeue, ask when it is
+// due, and hold an item back until the informer's cache has caught up with
+// the controller's own write. See backoff.DelayingQueue for each method.
+type Scheduler[T comparable] interface {
+	Reschedule(item T, d time.Duration)
+	CancelWaiting(item T) bool
+	WaitingFor(item T) (time.Duration, bool)
+	Park(item T, ready func() bool, maxWait time.Duration)
+	Wake()
+	Parked(item T) bool
+}
+
+var (
+	_ Scheduler[request] = priorityQueue[request]{}
+	_ Scheduler[request] = (*backoff.RateLimitingQueue[request])(nil)
+)

@@ -157,3 +157,37 @@ func TestIdlePriorityQueuesRunNoGoroutine(t *testing.T) {
 		q.ShutDown()
 	}
 }
+
+// TestPriorityQueueIsAScheduler: the queue NewQueue hands to
+// controller-runtime reschedules, cancels and parks items through a type
+// assertion, with the semantics of backoff's queues.
+func TestPriorityQueueIsAScheduler(t *testing.T) {
+	fc := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	newQueue := crinterop.NewQueue[request](backoff.WithClock(fc))
+	q := newQueue("things", backoff.NewItemExponentialFailureRateLimiter[request](time.Second, time.Minute, backoff.WithClock(fc)))
+	defer q.ShutDown()
+	s, ok := q.(crinterop.Scheduler[request])
+	if !ok {
+		t.Fatal("the queue of NewQueue is not a Scheduler")
+	}
+	a := request{NamespacedName: client.ObjectKey{Namespace: "default", Name: "a"}}
+	q.AddAfter(a, time.Minute)
+	s.Reschedule(a, 10*time.Minute)
+	if d, ok := s.WaitingFor(a); !ok || d != 10*time.Minute {
+		t.Fatalf("WaitingFor = %v, %v, want 10m, true", d, ok)
+	}
+	if !s.CancelWaiting(a) {
+		t.Fatal("CancelWaiting found no pending requeue")
+	}
+	cacheSeen := false
+	s.Park(a, func() bool { return cacheSeen }, time.Minute)
+	q.Add(a) // the event of the controller's own write
+	if q.Len() != 0 || !s.Parked(a) {
+		t.Fatalf("Len = %d, Parked = %v: want the item held", q.Len(), s.Parked(a))
+	}
+	cacheSeen = true
+	s.Wake()
+	if q.Len() != 1 {
+		t.Fatalf("Len after Wake = %d, want 1", q.Len())
+	}
+}
