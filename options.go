@@ -63,9 +63,11 @@ import (
 //	WithMinLimit,           NewAdaptiveLimiter
 //	WithMaxLimit,
 //	WithInitialLimit
+//	WithPacer               Retry, RetryValue, RunWorkers (and httpretry's
+//	                        Transport, through Retry)
 //
-// [Jitter], [NewMaxOfRateLimiter], [NewWithMaxWaitRateLimiter] and
-// [RunWorkers] take no options.
+// [Jitter], [NewMaxOfRateLimiter] and [NewWithMaxWaitRateLimiter] take no
+// options.
 type Option struct {
 	kind optionKind
 	n    int64 // a duration, a count, a JitterKind, a float's bits or a name's length
@@ -98,6 +100,7 @@ const (
 	optionMinLimit
 	optionMaxLimit
 	optionInitialLimit
+	optionPacer
 )
 
 // config holds every setting an Option can change. Each part of the package
@@ -182,6 +185,8 @@ func (c *config) apply(opts []Option) {
 			c.limits.max = int(o.n)
 		case optionInitialLimit:
 			c.limits.initial = int(o.n)
+		case optionPacer:
+			c.retry.pacer, _ = o.v.(Pacer)
 		}
 	}
 }

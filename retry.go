@@ -23,6 +23,7 @@ type retryConfig struct {
 	// unless ignoreHints is set.
 	maxRetryAfter time.Duration
 	ignoreHints   bool
+	pacer         Pacer // WithPacer's; also read by RunWorkers
 }
 
 // ErrAttemptsExhausted is the [RetryError.Reason] when [Retry] made the
@@ -220,7 +221,15 @@ func Retry(ctx context.Context, s Schedule, fn func(context.Context) error, opts
 		if attempt == 1 {
 			gate.request(0)
 		}
-		err := fn(ctx)
+		var err error
+		if rc.pacer == nil {
+			err = fn(ctx)
+		} else {
+			var started bool
+			if err, started = pacedAttempt(ctx, rc.pacer, fn); !started {
+				return stoppedByContext(ctx, attempt-1, last) // ctx ended while waiting for the pacer
+			}
+		}
 		if err == nil {
 			return nil
 		}

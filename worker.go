@@ -81,9 +81,18 @@ func (p *handlerPanic) Error() string { return fmt.Sprintf("backoff: handler pan
 // GetContext. The waiters on q's clock are the queue's (at most one, while
 // items wait for a delay; see [WithClock]).
 //
+// With [WithPacer], each worker asks the pacer before it takes an item,
+// and tells it how handle ended: with an [AdaptiveLimiter], the number of
+// items processed at once follows the limiter's limit (at most workers),
+// and the items wait in the queue, not in goroutines; an error that
+// carries a [RetryAfter] hint or wraps [ErrOverloaded] lowers the limit.
+// An item that a [Throttler] rejects is not handed to handle: it fails
+// with [ErrThrottled] and is requeued with backoff. RunWorkers reads no
+// other option.
+//
 // RunWorkers panics, on the caller's goroutine before it starts a worker,
 // if ctx, q or handle is nil, or if workers < 1.
-func RunWorkers[T comparable](ctx context.Context, q *RateLimitingQueue[T], workers int, handle func(ctx context.Context, item T) (Result, error)) {
+func RunWorkers[T comparable](ctx context.Context, q *RateLimitingQueue[T], workers int, handle func(ctx context.Context, item T) (Result, error), opts ...Option) {
 	const where = "RunWorkers"
 	mustNotBeNil(where, "ctx", ctx == nil)
 	mustNotBeNil(where, "q", q == nil)
@@ -91,7 +100,9 @@ func RunWorkers[T comparable](ctx context.Context, q *RateLimitingQueue[T], work
 	if workers < 1 {
 		badArgument(where, "workers must be at least 1", workers)
 	}
-	p := &workerPool[T]{ctx: ctx, q: q, handle: handle, allDone: make(chan struct{})}
+	var cfg config
+	cfg.apply(opts)
+	p := &workerPool[T]{ctx: ctx, q: q, handle: handle, pacer: cfg.retry.pacer, allDone: make(chan struct{})}
 	p.live.Store(int64(workers))
 	for i := 0; i < workers; i++ {
 		go p.run()
@@ -109,6 +120,7 @@ type workerPool[T comparable] struct {
 	ctx     context.Context
 	q       *RateLimitingQueue[T]
 	handle  func(ctx context.Context, item T) (Result, error)
+	pacer   Pacer         // WithPacer's, or nil
 	live    atomic.Int64  // workers that have not returned
 	allDone chan struct{} // closed by the last worker to return
 }
@@ -128,18 +140,33 @@ func (p *workerPool[T]) run() {
 		}
 	}()
 	for {
+		// The pacer first: an item waits in the queue, not in a worker.
+		var pc pacing
+		var refused error // a Throttler's rejection
+		if p.pacer != nil {
+			if pc, refused = p.pacer.startAttempt(p.ctx); refused != nil && p.ctx.Err() != nil {
+				returned = true
+				return
+			}
+		}
 		item, prio, err := p.q.GetContextWithPriority(p.ctx)
 		if err != nil {
+			pc.finish(outcomeNeutral, 0)
 			returned = true
 			return
 		}
-		p.process(item, prio)
+		if refused != nil {
+			p.settle(item, prio, Result{}, refused)
+			continue
+		}
+		p.process(item, prio, &pc)
 	}
 }
 
-// process runs handle on item, handed out at priority prio, and settles the
+// process runs handle on item, handed out at priority prio, tells pc (the
+// pacing of this run, empty without a pacer) how it ended, and settles the
 // outcome, however handle ends.
-func (p *workerPool[T]) process(item T, prio int) {
+func (p *workerPool[T]) process(item T, prio int, pc *pacing) {
 	var res Result
 	var err error
 	returned := false
@@ -150,6 +177,9 @@ func (p *workerPool[T]) process(item T, prio int) {
 			} else {
 				err = errHandlerExited
 			}
+			pc.finish(outcomeNeutral, 0)
+		} else {
+			pc.finish(classifyOutcome(p.ctx, err))
 		}
 		p.settle(item, prio, res, err)
 	}()
