@@ -3,6 +3,7 @@ package backoff
 import (
 	"context"
 	"errors"
+	"github.com/retrykit/backoff/internal/optionhook"
 	"k8s.io/utils/clock"
 	"math"
 	"strconv"
@@ -24,6 +25,16 @@ type retryConfig struct {
 	maxRetryAfter time.Duration
 	ignoreHints   bool
 	pacer         Pacer // WithPacer's; also read by RunWorkers
+}
+
+func init() {
+	optionhook.Notify = func(opts any, attempt int, err error, next time.Duration) {
+		var cfg config
+		cfg.apply(opts.([]Option))
+		if cfg.retry.notify != nil {
+			cfg.retry.notify(attempt, err, next)
+		}
+	}
 }
 
 // ErrAttemptsExhausted is the [RetryError.Reason] when [Retry] made the

@@ -63,4 +63,24 @@
 // retryable status, that last response is returned with a nil error, as
 // http.Client returns any status; its body still reads as the server sent
 // it, from memory for the part read already.
+//
+// # Pacing
+//
+// backoff.WithPacer paces every attempt, the first included, with one of
+// the package's pacers: a static backoff.Limiter (at most so many attempts
+// a second), a backoff.AdaptiveRate (a rate learned from 429s and their
+// Retry-After), a backoff.AdaptiveLimiter (a concurrency limit learned from
+// latency) or a backoff.Throttler (client-side throttling):
+//
+//	limiter := backoff.NewAdaptiveLimiter()
+//	client := &http.Client{Transport: httpretry.NewTransport(nil, schedule, backoff.WithPacer(limiter))}
+//
+// A 429 or 503 is an overload signal ([StatusError] matches
+// backoff.ErrOverloaded, and a Retry-After rides along), a connection error
+// or a timeout is a drop, any other answer a success. Requests that are
+// sent once (not idempotent) are paced too.
+//
+// A request that may not be sent twice and gets an answer that would have
+// been retried (a POST's 503) is reported to backoff.WithNotify's hook with
+// [ErrNotRepeatable].
 package httpretry

@@ -117,3 +117,22 @@ func ExampleTransport_Idempotent() {
 	// POST /search retried: true
 	// POST /orders retried: false
 }
+
+// A Transport paced by an AdaptiveLimiter: each attempt holds a permit, and
+// a 503 lowers the limit.
+func ExampleNewTransport_pacer() {
+	server := &fakeServer{{StatusCode: http.StatusServiceUnavailable}, {StatusCode: http.StatusOK}}
+	clock := testclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	limiter := backoff.NewAdaptiveLimiter(backoff.WithClock(clock), backoff.WithInitialLimit(20))
+	client := &http.Client{Transport: httpretry.NewTransport(server, backoff.Schedule{Steps: 3, Duration: time.Second},
+		backoff.WithClock(clock), backoff.WithPacer(limiter),
+		backoff.WithNotify(func(_ int, _ error, next time.Duration) { clock.Step(next) }))}
+	resp, err := client.Get("http://api.example/items")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, "limit lowered:", limiter.Limit() < 20, "in flight:", limiter.Inflight())
+	// Output: 200 limit lowered: true in flight: 0
+}

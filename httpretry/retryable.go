@@ -31,6 +31,16 @@ func (e *StatusError) Error() string {
 	return "httpretry: " + e.Status
 }
 
+// Is reports whether target is backoff.ErrOverloaded and the status is 429
+// Too Many Requests or 503 Service Unavailable: the server asked the client
+// to slow down, which a backoff.Pacer (backoff.WithPacer) reads as an
+// overload signal. Connection errors and timeouts reach the pacer as the
+// network errors they are.
+func (e *StatusError) Is(target error) bool {
+	return target == backoff.ErrOverloaded &&
+		(e.StatusCode == http.StatusTooManyRequests || e.StatusCode == http.StatusServiceUnavailable)
+}
+
 // retryableStatus reports whether a response with this status is retried.
 func (t *Transport) retryableStatus(code int) bool {
 	switch code {

@@ -3,10 +3,21 @@ package httpretry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/retrykit/backoff"
+	"github.com/retrykit/backoff/internal/optionhook"
 )
+
+// ErrNotRepeatable is the error that backoff.WithNotify's hook receives,
+// wrapped around the attempt's error, when a request that may not be sent
+// twice (not idempotent and without an Idempotency-Key, or a stream body;
+// see [Transport.Idempotent]) gets an answer that would otherwise have been
+// retried: a 503 to a POST, say. The hook is called once, with attempt 1
+// and next = -1, and the answer is returned as is. Without it, such an
+// answer would pass without a trace in the hook's log.
+var ErrNotRepeatable = errors.New("httpretry: not retried: the request may not be sent twice")
 
 // Transport is an [http.RoundTripper] that sends a request again, waiting
 // as a backoff.Schedule says, while the answer is one a later attempt may
@@ -77,12 +88,37 @@ func NewClient(s backoff.Schedule, opts ...backoff.Option) *http.Client {
 // last attempt's error. As any RoundTripper, it closes req's body, even on
 // errors, and does not modify req.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if !t.ready || !t.mayRepeat(req) {
+	if !t.ready {
 		return t.roundTripper().RoundTrip(req)
 	}
 	a := attempts{t: t, req: req}
+	if !t.mayRepeat(req) {
+		return a.once()
+	}
 	err := backoff.Retry(req.Context(), t.schedule, a.try, t.opts...)
 	return a.result(err)
+}
+
+// once sends a request that may not be repeated: one attempt, paced as
+// every attempt is (backoff.WithPacer), whose answer is returned as the
+// wrapped RoundTripper returned it. An answer that would have been retried
+// is reported to backoff.WithNotify's hook, with an error that wraps
+// ErrNotRepeatable and the attempt's, and next = -1: no retry follows.
+func (a *attempts) once() (*http.Response, error) {
+	err := backoff.Retry(a.req.Context(), backoff.Schedule{Steps: 1}, a.try, a.t.opts...)
+	if a.sent == 0 {
+		if hasBody(a.req) {
+			a.req.Body.Close() // the RoundTripper contract: the body is closed even on errors
+		}
+		return nil, err // the pacer's wait ended with the request's context
+	}
+	if err != nil && a.retryable != nil && a.req.Context().Err() == nil {
+		optionhook.Notify(a.t.opts, 1, fmt.Errorf("%w: %w", ErrNotRepeatable, a.retryable), -1)
+	}
+	if a.last != nil {
+		return a.last, nil
+	}
+	return nil, a.lastErr
 }
 
 // CloseIdleConnections closes the idle connections of the wrapped
@@ -120,6 +156,10 @@ type attempts struct {
 	sent  int            // attempts made so far
 	cause error          // the error of the attempt that ended the retries at once, if any
 	last  *http.Response // the latest response, nil after an error
+	// lastErr is the latest attempt's error from the wrapped RoundTripper,
+	// and retryable the latest error that a repeatable request would have
+	// been retried after (a network error or a StatusError).
+	lastErr, retryable error
 }
 
 // try is one attempt, the fn of backoff.Retry. It returns nil when the answer
@@ -142,6 +182,7 @@ func (a *attempts) try(ctx context.Context) error {
 	}
 	a.sent++
 	resp, err := a.t.roundTripper().RoundTrip(req)
+	a.lastErr, a.retryable = err, nil
 	if err != nil {
 		// An error caused by ctx's end is retryable here, so that
 		// backoff.Retry reports the context as the reason it stopped.
@@ -149,6 +190,7 @@ func (a *attempts) try(ctx context.Context) error {
 			a.cause = err
 			return backoff.Permanent(err)
 		}
+		a.retryable = err
 		return err
 	}
 	a.last = resp
@@ -158,6 +200,7 @@ func (a *attempts) try(ctx context.Context) error {
 	wait, hinted := retryAfter(resp)
 	release(resp)
 	err = &StatusError{StatusCode: resp.StatusCode, Status: resp.Status}
+	a.retryable = err
 	if hinted {
 		return backoff.RetryAfter(wait, err)
 	}

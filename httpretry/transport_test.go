@@ -568,3 +568,54 @@ func TestStatusErrorMessage(t *testing.T) {
 		(&httpretry.StatusError{StatusCode: 503, Status: "503 Service Unavailable"}).Error())
 	assert.Equal(t, "httpretry: status Too Many Requests", (&httpretry.StatusError{StatusCode: 429}).Error())
 }
+
+// TestRetrySkippedForIdempotencyIsReported: a POST without an
+// Idempotency-Key goes out once; its 503 is returned as is and reported to
+// the notify hook, once, with ErrNotRepeatable and next = -1. An answer
+// that would not have been retried is not reported.
+func TestRetrySkippedForIdempotencyIsReported(t *testing.T) {
+	var s script
+	var notes []string
+	h := newHarness(t, s.handler(busy, step{status: http.StatusNotFound}), backoff.WithNotify(func(attempt int, err error, next time.Duration) {
+		notes = append(notes, fmt.Sprintf("%d %v %v: %v", attempt, next, errors.Is(err, httpretry.ErrNotRepeatable), err))
+	}))
+	resp, _, err := h.do(t, context.Background(), http.MethodPost, strings.NewReader("order"))
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Equal(t, []string{"1 -1ns true: httpretry: not retried: the request may not be sent twice: httpretry: 503 Service Unavailable"}, notes)
+	resp, _, err = h.do(t, context.Background(), http.MethodPost, strings.NewReader("order"))
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+	assert.Len(t, notes, 1, "a 404 would not have been retried")
+	calls, _ := s.requests()
+	assert.Equal(t, 2, calls)
+}
+
+// TestStatusErrorIsAnOverloadSignal: 429 and 503 ask the client to slow
+// down; 502 and 504 do not.
+func TestStatusErrorIsAnOverloadSignal(t *testing.T) {
+	for code, want := range map[int]bool{429: true, 503: true, 502: false, 504: false, 500: false} {
+		assert.Equal(t, want, errors.Is(&httpretry.StatusError{StatusCode: code}, backoff.ErrOverloaded), "%d", code)
+	}
+}
+
+// TestTransportWithPacer: an AdaptiveLimiter paces the attempts of
+// repeatable and single requests alike, a 503 lowers its limit, and every
+// permit comes back.
+func TestTransportWithPacer(t *testing.T) {
+	var s script
+	l := backoff.NewAdaptiveLimiter(backoff.WithClock(testclock.NewFakeClock(epoch)), backoff.WithInitialLimit(10))
+	var inflight []int
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		inflight = append(inflight, l.Inflight()) // one request at a time: no race
+		s.handler(busy, ok)(w, r)
+	}, backoff.WithPacer(l))
+	resp, _, err := h.do(t, context.Background(), http.MethodGet, nil)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Less(t, l.Limit(), 10, "the 503 lowered the limit")
+	_, _, err = h.do(t, context.Background(), http.MethodPost, strings.NewReader("x"))
+	require.NoError(t, err)
+	assert.Equal(t, []int{1, 1, 1}, inflight, "each attempt held a permit, the POST's too")
+	assert.Zero(t, l.Inflight())
+}
