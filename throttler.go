@@ -53,6 +53,7 @@ type Throttler struct {
 	accepts  float64 // sums over the buckets of the window
 	buckets  [throttlerBuckets]throttlerBucket
 	rand     uint64 // splitmix64 state
+	rejected uint64 // calls of Allow that returned false, ever
 }
 
 type throttlerBucket struct{ requests, accepts float64 }
@@ -90,7 +91,19 @@ func (t *Throttler) Allow() bool {
 	p := (t.requests - t.k*t.accepts) / (t.requests + 1)
 	t.requests++
 	t.buckets[t.head%throttlerBuckets].requests++
-	return p <= 0 || t.draw() >= p
+	if p <= 0 || t.draw() >= p {
+		return true
+	}
+	t.rejected++
+	return false
+}
+
+// Rejected returns the number of calls of Allow that returned false since
+// the Throttler was created: the requests rejected locally, for metrics.
+func (t *Throttler) Rejected() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.rejected
 }
 
 // Record reports whether the downstream accepted a request that Allow let

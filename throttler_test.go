@@ -169,3 +169,19 @@ func BenchmarkThrottlerAllowRecord(b *testing.B) {
 		}
 	}
 }
+
+// TestThrottlerCountsRejections: Rejected counts the calls of Allow that
+// returned false, and only those.
+func TestThrottlerCountsRejections(t *testing.T) {
+	th := backoff.NewThrottler(1, time.Minute, backoff.WithClock(newQueueClock()))
+	refused := uint64(0)
+	for range 200 {
+		if th.Allow() {
+			th.Record(false)
+		} else {
+			refused++
+		}
+	}
+	assert.Positive(t, refused)
+	assert.Equal(t, refused, th.Rejected())
+}

@@ -1,0 +1,73 @@
+package prommetrics_test
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/retrykit/backoff"
+	"github.com/retrykit/backoff/interop/prommetrics"
+)
+
+// TestPacersExportState: each pacer's series read its state at the scrape,
+// and a removed pacer's series go.
+func TestPacersExportState(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	pacers := prommetrics.NewPacers()
+	require.NoError(t, reg.Register(pacers))
+	fc := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+
+	l := backoff.NewAdaptiveLimiter(backoff.WithClock(fc), backoff.WithInitialLimit(8))
+	p, ok := l.TryAcquire()
+	require.True(t, ok)
+	defer p.Release()
+	r := backoff.NewAdaptiveRate(backoff.WithClock(fc))
+	th := backoff.NewThrottler(1, time.Minute, backoff.WithClock(fc))
+	for range 100 {
+		if th.Allow() {
+			th.Record(false)
+		}
+	}
+	pacers.Add("db", l)
+	pacers.Add("api", r)
+	pacers.Add("search", th)
+	pacers.Add("static", backoff.NewLimiter(10, 1)) // accepted, no series
+
+	want := `
+# HELP adaptive_limiter_inflight Permits of the adaptive limiter held now: calls in flight.
+# TYPE adaptive_limiter_inflight gauge
+adaptive_limiter_inflight{name="db"} 1
+# HELP adaptive_limiter_limit The adaptive limiter's current concurrency limit.
+# TYPE adaptive_limiter_limit gauge
+adaptive_limiter_limit{name="db"} 8
+# HELP adaptive_rate_requests_per_second The adaptive rate's current rate; +Inf until the first throttling answer.
+# TYPE adaptive_rate_requests_per_second gauge
+adaptive_rate_requests_per_second{name="api"} +Inf
+`
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want),
+		"adaptive_limiter_inflight", "adaptive_limiter_limit", "adaptive_rate_requests_per_second"))
+	got, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range got {
+		if f.GetName() == "throttler_rejected_total" {
+			assert.Equal(t, float64(th.Rejected()), f.GetMetric()[0].GetCounter().GetValue())
+			assert.Positive(t, f.GetMetric()[0].GetCounter().GetValue())
+		}
+	}
+
+	r.Throttled(0)
+	rate := r.Rate()
+	require.False(t, math.IsInf(rate, 1))
+	pacers.Remove("db")
+	n, err := testutil.GatherAndCount(reg)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n, "the rate and the throttler's counter")
+	assert.Panics(t, func() { pacers.Add("", l) })
+}
