@@ -453,3 +453,47 @@ func TestQueueEndedGetterPassesItsWakeupOn(t *testing.T) {
 		}
 	})
 }
+
+// TestSynctestAdaptivePacers: the adaptive pacers on the real clock, in a
+// bubble. An AdaptiveRate holds a Retry after a 429's Retry-After of 2 s;
+// an AdaptiveLimiter whose downstream is overloaded lowers its limit and
+// lets no more calls through at once than the limit, and every permit
+// comes back.
+func TestSynctestAdaptivePacers(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		rate := backoff.NewAdaptiveRate()
+		start := time.Now()
+		var at []time.Duration
+		err := backoff.Retry(context.Background(), backoff.Schedule{Steps: 3, Duration: time.Millisecond}, func(context.Context) error {
+			at = append(at, time.Since(start))
+			if len(at) == 1 {
+				return backoff.RetryAfter(2*time.Second, errors.New("429"))
+			}
+			return nil
+		}, backoff.WithPacer(rate), backoff.WithMaxRetryAfter(time.Millisecond))
+		require.NoError(t, err)
+		assert.Equal(t, []time.Duration{0, 2 * time.Second}, at, "the rate held the retry for the Retry-After")
+
+		limiter := backoff.NewAdaptiveLimiter(backoff.WithInitialLimit(8), backoff.WithMinLimit(2))
+		var inflight, most atomic.Int64
+		var wg sync.WaitGroup
+		for range 32 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = backoff.Retry(context.Background(), backoff.Schedule{Steps: 1}, func(context.Context) error {
+					n := inflight.Add(1)
+					defer inflight.Add(-1)
+					for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+					}
+					time.Sleep(100 * time.Millisecond) // the downstream's latency, virtual
+					return fmt.Errorf("%w: shed", backoff.ErrOverloaded)
+				}, backoff.WithPacer(limiter))
+			}()
+		}
+		wg.Wait()
+		assert.LessOrEqual(t, most.Load(), int64(8), "never more calls at once than the initial limit")
+		assert.Less(t, limiter.Limit(), 8, "the overload lowered the limit")
+		assert.Zero(t, limiter.Inflight())
+	})
+}
