@@ -88,7 +88,8 @@ func (p *parking[T]) current(item T, gen uint64) bool {
 //
 // ready is called without the queue's lock held, possibly from several
 // goroutines at once (Park's caller, Wake's), and must not block: a read of
-// the informer's cache is what it is for. maxWait bounds the hold, in case
+// the informer's cache is what it is for. It may call the queue's methods,
+// except Wake. maxWait bounds the hold, in case
 // the cache never catches up; a maxWait ≤ 0 does not hold the item at all
 // (Park is then Add). Parking costs no goroutine: the queue's one clock
 // timer also serves the parked items' maxWait.
