@@ -26,7 +26,8 @@ import (
 // met it, and remembers that rate as the ceiling. The rate that met it is the
 // lowest of the rate allowed, the rate requests were actually sent at, and,
 // when the answer has a Retry-After, the client's successes since the last
-// cut over the time until the quota lets it in again: what the quota really
+// cut over the time until the quota lets it in again (time the client spent
+// idle, sending nothing, is not counted): what the quota really
 // granted it, the best estimate of its share that a client with no view of
 // the others has. Successes then raise the rate along a cubic curve of the
 // time since the cut, as TCP CUBIC grows its window: back to the ceiling in
@@ -69,7 +70,12 @@ type AdaptiveRate struct {
 	sent         float64
 	sentBucket   time.Duration // start of the bucket being counted
 	sentInBucket float64
-	succeeded    float64 // successes since the last cut
+	succeeded    float64 // successes since the last cut, or since the client was last idle
+	// countedFrom is when the client last came back from being idle (it
+	// asked for no slot for rateIdle past the one it could have had):
+	// succeeded counts from the later of it and the last cut, so that idle
+	// time does not water down the estimate of the client's share.
+	countedFrom time.Duration
 }
 
 // The constants of the control law; see AdaptiveRate's doc.
@@ -80,6 +86,7 @@ const (
 	rateSmoothing  = 0.8  // the weight of the latest bucket in the measured rate
 	rateMin        = 0.1  // requests per second
 	rateBucket     = 500 * time.Millisecond
+	rateIdle       = time.Second // a client that asks for no slot this long past its own is idle
 )
 
 // NewAdaptiveRate returns an [AdaptiveRate] with no limit until the first
@@ -145,6 +152,9 @@ func (r *AdaptiveRate) Wait(ctx context.Context) error {
 // takeLocked gives the next request slot, at or after now, and returns its
 // instant.
 func (r *AdaptiveRate) takeLocked(now time.Duration) time.Duration {
+	if now-max(r.next, r.hold) > rateIdle {
+		r.succeeded, r.countedFrom = 0, now
+	}
 	at := max(r.next, r.hold, now)
 	r.next = at
 	if r.rate != InfLimit {
@@ -194,7 +204,7 @@ func (r *AdaptiveRate) Throttled(retryAfter time.Duration) {
 		base = r.sentInBucket / since.Seconds()
 	}
 	base = min(base, r.rate)
-	if since := (now - r.cutAt).Seconds() + retryAfter.Seconds(); retryAfter > 0 && r.succeeded > 0 {
+	if since := (now - max(r.cutAt, r.countedFrom)).Seconds() + retryAfter.Seconds(); retryAfter > 0 && r.succeeded > 0 {
 		// What the quota granted this client: its successes since the last
 		// cut, over the time until the quota lets it in again.
 		base = min(base, r.succeeded/since)

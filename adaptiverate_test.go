@@ -178,3 +178,22 @@ func BenchmarkAdaptiveRateAllowSucceeded(b *testing.B) {
 		}
 	}
 }
+
+// TestAdaptiveRateIdleTimeDoesNotWaterDownTheShare: a client idle for an
+// hour, then sending 50/s for 10 s, all accepted, then throttled with a
+// 1 s Retry-After, estimates its share from the 10 s it sent, not from the
+// hour: its rate falls to about 0.7 × 500/11 s, not to the floor.
+func TestAdaptiveRateIdleTimeDoesNotWaterDownTheShare(t *testing.T) {
+	for _, idle := range []time.Duration{0, time.Minute, time.Hour} {
+		fc := testingclock.NewFakeClock(epoch)
+		r := backoff.NewAdaptiveRate(backoff.WithClock(fc))
+		fc.Step(idle)
+		for range 500 {
+			require.True(t, r.Allow())
+			r.Succeeded()
+			fc.Step(20 * time.Millisecond)
+		}
+		r.Throttled(time.Second)
+		assert.InDelta(t, 0.7*500/11.0, r.Rate(), 1, "after %v idle", idle)
+	}
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// TestCapacityDropTargets: for seed 1, the four targets of the capacity
+// drop hold.
+func TestCapacityDropTargets(t *testing.T) {
+	s := defaultCapacityDrop
+	f := s.figures(s.run(), s.sustained().run())
+	assert.True(t, f.goodputOK, "goodput %.1f/s, want ≥ 95%% of %.1f/s", f.settled, f.reduced)
+	assert.True(t, f.p99OK, "p99 %v, want ≤ 2× %v", f.p99, f.noLoadP99)
+	assert.True(t, f.driftOK, "limit after 10 min %.2f, want ≤ 1.1× %.2f", f.lateMinute, f.earlyMinute)
+	assert.True(t, f.restoreOK, "goodput after the restore %.1f/s, want ≥ 90%% of %.1f/s", f.after, min(f.capacity, f.offeredAfter))
+}
+
+// TestProgram runs the program twice with seed 1 and -svg: the same figures
+// and the same SVG, which is well-formed, and the figures
+// examples/README.md quotes. Another seed draws other figures.
+func TestProgram(t *testing.T) {
+	dir := t.TempDir()
+	first, second := filepath.Join(dir, "first.svg"), filepath.Join(dir, "second.svg")
+	out := runProgram(t, "-svg", first)
+	assert.Equal(t, out, runProgram(t, "-seed", "1", "-svg", second), "the figures are deterministic")
+	svg, err := os.ReadFile(first)
+	require.NoError(t, err)
+	again, err := os.ReadFile(second)
+	require.NoError(t, err)
+	assert.Equal(t, string(svg), string(again), "the SVG is deterministic")
+
+	for _, figure := range []string{
+		"52.2/s = 98.5% of the reduced capacity",
+		"471ms = 1.47× no-load p99 (320ms)",
+		"in the 10 s after the drop: 691ms (2.16×)",
+		"9.72 = 0.67× the limit from drop+10s (14.46), minute means",
+		"100.0% of what can be served",
+		"exponential backoff alone              601  5601",
+		"AdaptiveRate + exponential backoff     320  5320    55.8s      1.12×",
+		"47% fewer 429s than exponential backoff alone (target ≥ 90%: missed)",
+		"220 of 5942 requests = 3.7%",
+		"5s (first second with ≥ 95% of requests sent)",
+		"targets: 6 met, 1 missed",
+	} {
+		assert.Contains(t, out, figure)
+	}
+	checkSVG(t, svg)
+
+	other := runProgram(t, "-seed", "2", "-scenario", "outage")
+	assert.Contains(t, other, "seed 2")
+	assert.NotContains(t, other, "220 of 5942 requests")
+}
+
+// checkSVG checks that data is a well-formed SVG document with a chart per
+// panel: three for the capacity drop, two for the shared quota, one for
+// the outage.
+func checkSVG(t *testing.T, data []byte) {
+	t.Helper()
+	d := xml.NewDecoder(bytes.NewReader(data))
+	var root string
+	elements := map[string]int{}
+	var texts []string
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err, "the SVG is well-formed XML")
+		switch tok := tok.(type) {
+		case xml.StartElement:
+			if root == "" {
+				root = tok.Name.Local
+				assert.Equal(t, "http://www.w3.org/2000/svg", tok.Name.Space)
+			}
+			elements[tok.Name.Local]++
+		case xml.CharData:
+			texts = append(texts, string(tok))
+		}
+	}
+	assert.Equal(t, "svg", root)
+	assert.Equal(t, 1, elements["svg"])
+	titles := 0
+	for _, text := range texts {
+		if strings.HasPrefix(text, "capacity drop:") || strings.HasPrefix(text, "shared quota:") || strings.HasPrefix(text, "outage:") {
+			titles++
+		}
+	}
+	assert.Equal(t, 6, titles, "a title per panel")
+	assert.GreaterOrEqual(t, elements["polyline"], 14, "a line per series")
+	assert.Contains(t, texts, "limit (every 100 ms)")
+}
+
+// TestScenarioFlag: -scenario selects by a prefix of a name or of a word
+// of it, and rejects what matches nothing.
+func TestScenarioFlag(t *testing.T) {
+	out := runProgram(t, "-scenario", "quota")
+	assert.Contains(t, out, "== shared-quota")
+	assert.NotContains(t, out, "== capacity-drop")
+	assert.NotContains(t, out, "== outage")
+	assert.Contains(t, out, "targets: 1 met, 1 missed")
+
+	err := run([]string{"-scenario", "nothing"}, io.Discard, io.Discard)
+	assert.ErrorContains(t, err, "capacity-drop, shared-quota, outage")
+	assert.Error(t, run([]string{"extra"}, io.Discard, io.Discard))
+	assert.True(t, errors.Is(run([]string{"-h"}, io.Discard, io.Discard), flag.ErrHelp))
+}
+
+// TestSVGOfOneScenario: with -scenario, the SVG has that scenario's panels
+// only.
+func TestSVGOfOneScenario(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "outage.svg")
+	runProgram(t, "-svg", path, "-scenario", "outage")
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, 1, strings.Count(string(data), ">outage:"))
+	assert.NotContains(t, string(data), "capacity drop:")
+	assert.True(t, strings.HasPrefix(string(data), "<svg "))
+}
+
+// runProgram runs the program with args and returns what it printed.
+func runProgram(t *testing.T, args ...string) string {
+	t.Helper()
+	var out bytes.Buffer
+	require.NoError(t, run(args, &out, io.Discard))
+	return out.String()
+}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"text/tabwriter"
+	"time"
+
+	"github.com/retrykit/backoff"
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+// outage is the outage scenario: Poisson requests at rate per second, each
+// asked of a Throttler(k, window) and, if allowed, sent to a backend that
+// rejects reject of them from outageAt for outageFor, and none otherwise.
+type outage struct {
+	seed                uint64
+	rate                float64
+	k                   float64
+	window              time.Duration
+	reject              float64
+	outageAt, outageFor time.Duration
+	end                 time.Duration
+}
+
+// defaultOutage is the scenario of the library's own scenario test, with
+// its parameters.
+var defaultOutage = outage{seed: 1, rate: 100, k: 2, window: 2 * time.Second, reject: 0.8,
+	outageAt: 30 * time.Second, outageFor: 60 * time.Second, end: 150 * time.Second}
+
+// outageRun counts, in each second, the calls of Allow, those it let
+// through, and those the backend accepted.
+type outageRun struct {
+	requests, sent, accepted []int
+}
+
+// run simulates s on a FakeClock set to each request's instant in turn. The
+// seed draws the arrivals and the backend's answers; the Throttler's own
+// draws are seeded from the clock's time at construction, the same epoch for
+// every seed.
+func (s outage) run() outageRun {
+	rng := rand.New(rand.NewPCG(s.seed, 0x07a9e))
+	clk := testingclock.NewFakeClock(epoch)
+	th := backoff.NewThrottler(s.k, s.window, backoff.WithClock(clk))
+	n := int(s.end/time.Second) + 1
+	out := outageRun{make([]int, n), make([]int, n), make([]int, n)}
+	mean := time.Duration(float64(time.Second) / s.rate)
+	// One request at a time, and nothing else happens: the arrivals are the
+	// events, in order, with no agenda.
+	for at := exponential(rng, mean); at < s.end; at += exponential(rng, mean) {
+		clk.SetTime(epoch.Add(at))
+		sec := at / time.Second
+		out.requests[sec]++
+		if !th.Allow() {
+			continue
+		}
+		out.sent[sec]++
+		ok := at < s.outageAt || at >= s.outageAt+s.outageFor || rng.Float64() >= s.reject
+		if ok {
+			out.accepted[sec]++
+		}
+		th.Record(ok)
+	}
+	return out
+}
+
+// outageFigures are the figures the program prints: during the outage, the
+// requests, those that reached the backend and those it accepted; and how
+// long after the recovery the first second came in which at least 95% of
+// the requests reached it (-1: never). The target is that second within
+// 10 s.
+type outageFigures struct {
+	requests, sent, accepted int
+	back                     time.Duration
+	backOK                   bool
+}
+
+func (s outage) figures(r outageRun) outageFigures {
+	from, to := s.outageAt, s.outageAt+s.outageFor
+	f := outageFigures{requests: sum(r.requests, from, to), sent: sum(r.sent, from, to), accepted: sum(r.accepted, from, to), back: -1}
+	for sec := to / time.Second; sec < s.end/time.Second; sec++ {
+		if float64(r.sent[sec]) >= 0.95*float64(r.requests[sec]) {
+			f.back = sec*time.Second + time.Second - to
+			break
+		}
+	}
+	f.backOK = f.back >= 0 && f.back <= 10*time.Second
+	return f
+}
+
+// report prints f, with the target.
+func (s outage) report(w io.Writer, f outageFigures) {
+	fmt.Fprintf(w, "== outage: a Throttler(k=%g, window %v) in front of a backend that rejects %.0f%% from %s to %s\n",
+		s.k, s.window, 100*s.reject, secs(s.outageAt), secs(s.outageAt+s.outageFor))
+	fmt.Fprintf(w, "Poisson requests at %.0f/s; a request the throttler rejects fails locally.\n", s.rate)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  figure\tvalue\ttarget\n")
+	fmt.Fprintf(tw, "  reached the backend during the outage\t%d of %d requests = %.1f%% (%d accepted)\t–\n",
+		f.sent, f.requests, 100*float64(f.sent)/float64(f.requests), f.accepted)
+	back := "never"
+	if f.back >= 0 {
+		back = secs(f.back)
+	}
+	fmt.Fprintf(tw, "  full traffic after the recovery\t%s (first second with ≥ 95%% of requests sent)\t≤ 10s\t%s\n", back, verdict(f.backOK))
+	tw.Flush()
+}
+
+// panels draws the requests, those sent and those accepted, per second.
+func (s outage) panels(r outageRun) []panel {
+	n := int(s.end / time.Second)
+	return []panel{{title: "outage: requests per second through the Throttler", xmax: s.end.Seconds(),
+		shade: [2]float64{s.outageAt.Seconds(), (s.outageAt + s.outageFor).Seconds()}, shadeLabel: fmt.Sprintf("backend rejects %.0f%%", 100*s.reject),
+		lines: []series{
+			{name: "requests", color: "#888", dt: 1, ys: floats(r.requests[:n])},
+			{name: "sent to the backend", color: "#e67e22", dt: 1, ys: floats(r.sent[:n])},
+			{name: "accepted", color: "#2471a3", dt: 1, ys: floats(r.accepted[:n])},
+		}}}
+}
