@@ -15,7 +15,8 @@ import (
 // twice (not idempotent and without an Idempotency-Key, or a stream body;
 // see [Transport.Idempotent]) gets an answer that would otherwise have been
 // retried: a 503 to a POST, say. The hook is called once, with attempt 1
-// and next = -1, and the answer is returned as is. Without it, such an
+// and next = 0 (no wait: no retry follows; a hook that steps a fake clock
+// by next is not moved), and the answer is returned as is. Without it, such an
 // answer would pass without a trace in the hook's log.
 var ErrNotRepeatable = errors.New("httpretry: not retried: the request may not be sent twice")
 
@@ -103,7 +104,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // every attempt is (backoff.WithPacer), whose answer is returned as the
 // wrapped RoundTripper returned it. An answer that would have been retried
 // is reported to backoff.WithNotify's hook, with an error that wraps
-// ErrNotRepeatable and the attempt's, and next = -1: no retry follows.
+// ErrNotRepeatable and the attempt's, and next = 0: no retry follows.
 func (a *attempts) once() (*http.Response, error) {
 	err := backoff.Retry(a.req.Context(), backoff.Schedule{Steps: 1}, a.try, a.t.opts...)
 	if a.sent == 0 {
@@ -113,7 +114,7 @@ func (a *attempts) once() (*http.Response, error) {
 		return nil, err // the pacer's wait ended with the request's context
 	}
 	if err != nil && a.retryable != nil && a.req.Context().Err() == nil {
-		optionhook.Notify(a.t.opts, 1, fmt.Errorf("%w: %w", ErrNotRepeatable, a.retryable), -1)
+		optionhook.Notify(a.t.opts, 1, fmt.Errorf("%w: %w", ErrNotRepeatable, a.retryable), 0)
 	}
 	if a.last != nil {
 		return a.last, nil

@@ -571,7 +571,7 @@ func TestStatusErrorMessage(t *testing.T) {
 
 // TestRetrySkippedForIdempotencyIsReported: a POST without an
 // Idempotency-Key goes out once; its 503 is returned as is and reported to
-// the notify hook, once, with ErrNotRepeatable and next = -1. An answer
+// the notify hook, once, with ErrNotRepeatable and next = 0. An answer
 // that would not have been retried is not reported.
 func TestRetrySkippedForIdempotencyIsReported(t *testing.T) {
 	var s script
@@ -582,7 +582,7 @@ func TestRetrySkippedForIdempotencyIsReported(t *testing.T) {
 	resp, _, err := h.do(t, context.Background(), http.MethodPost, strings.NewReader("order"))
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
-	assert.Equal(t, []string{"1 -1ns true: httpretry: not retried: the request may not be sent twice: httpretry: 503 Service Unavailable"}, notes)
+	assert.Equal(t, []string{"1 0s true: httpretry: not retried: the request may not be sent twice: httpretry: 503 Service Unavailable"}, notes)
 	resp, _, err = h.do(t, context.Background(), http.MethodPost, strings.NewReader("order"))
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)

@@ -46,6 +46,10 @@
 //	retrykit.limiter.admitted              counter    {call}     calls a wrapped limiter admitted
 //	retrykit.limiter.rejected              counter    {call}     calls a wrapped limiter refused
 //	retrykit.keyed_limiter.keys            gauge      {key}      keys a keyed limiter tracks
+//	retrykit.adaptive_limiter.limit        gauge      {call}     an AdaptiveLimiter's limit ([Metrics.ObservePacer])
+//	retrykit.adaptive_limiter.inflight     gauge      {call}     its permits held now
+//	retrykit.adaptive_rate.rate            gauge      {request}/s an AdaptiveRate's rate
+//	retrykit.throttler.rejected            counter    {request}  requests a Throttler rejected locally
 //
 // The workqueue names are client-go's in OpenTelemetry's form: through an
 // OpenTelemetry Prometheus exporter they become client-go's
@@ -58,7 +62,9 @@
 // A [Retrier] wraps backoff.Retry ([Retrier.Retry], [RetryValue]) and
 // httpretry.Transport ([Retrier.Transport]): each attempt is a span (or,
 // for Retry with [WithSpanEvents], an event on the caller's span), each
-// wait a retry.scheduled event with its length and its reason, and the
+// wait a retry.scheduled event with its length and its reason (an answer
+// that a request that may not be repeated was not retried after, a
+// retry.skipped event), and the
 // error the call returns is recorded once. HTTP attempts are client spans
 // with http.request.resend_count on each resend; wrap the Transport in
 // otelhttp's, not the other way round (see [Transport]).

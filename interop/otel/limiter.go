@@ -12,6 +12,27 @@ type limiterObservation struct {
 	limiter *backoff.Limiter
 }
 
+type pacerObservation struct {
+	name  string
+	pacer backoff.Pacer
+}
+
+// ObservePacer reports an adaptive pacer's state under name, read when the
+// metrics are collected, until the returned function is called: a
+// backoff.AdaptiveLimiter's limit and permits in flight
+// (retrykit.adaptive_limiter.limit, retrykit.adaptive_limiter.inflight), a
+// backoff.AdaptiveRate's rate (retrykit.adaptive_rate.rate) or a
+// backoff.Throttler's local rejections (retrykit.throttler.rejected). A
+// backoff.Limiter reports nothing here: observe it with
+// [Metrics.ObserveLimiter]. ObservePacer panics if name is empty or p is
+// nil.
+func (m *Metrics) ObservePacer(name string, p backoff.Pacer) (stop func()) {
+	if name == "" || p == nil {
+		panic("otel: ObservePacer: name must not be empty and p must not be nil")
+	}
+	return observe(m, m.pacers, &pacerObservation{name: name, pacer: p})
+}
+
 type keyedObservation struct {
 	name    string
 	limiter interface{ Len() int }

@@ -9,6 +9,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
+
+	"github.com/retrykit/backoff"
 )
 
 // The names of the instruments. The queue's are client-go's workqueue
@@ -42,6 +44,10 @@ const (
 	LimiterAdmittedName     = "retrykit.limiter.admitted"
 	LimiterRejectedName     = "retrykit.limiter.rejected"
 	KeyedLimiterKeysName    = "retrykit.keyed_limiter.keys"
+	AdaptiveLimitName       = "retrykit.adaptive_limiter.limit"
+	AdaptiveInflightName    = "retrykit.adaptive_limiter.inflight"
+	AdaptiveRateName        = "retrykit.adaptive_rate.rate"
+	ThrottlerRejectedName   = "retrykit.throttler.rejected"
 )
 
 // The attributes of the series.
@@ -95,6 +101,7 @@ type Metrics struct {
 	budgetGauges  map[*budgetObservation]struct{}
 	limiters      map[*limiterObservation]struct{}
 	keyedLimiters map[*keyedObservation]struct{}
+	pacers        map[*pacerObservation]struct{}
 	admissions    map[*admissions]struct{}
 	noop          bool // built on the no-op MeterProvider
 }
@@ -108,6 +115,9 @@ type observables struct {
 	admitted, rejected                     metric.Int64ObservableCounter
 	unfinished, longest                    metric.Float64ObservableGauge
 	balance, limit, burst, tokens          metric.Float64ObservableGauge
+	adaptiveLimit, inflight                metric.Int64ObservableGauge
+	adaptiveRate                           metric.Float64ObservableGauge
+	throttled                              metric.Int64ObservableCounter
 }
 
 // NewMetrics creates the instruments listed in the package documentation
@@ -130,6 +140,7 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 		budgetGauges:  map[*budgetObservation]struct{}{},
 		limiters:      map[*limiterObservation]struct{}{},
 		keyedLimiters: map[*keyedObservation]struct{}{},
+		pacers:        map[*pacerObservation]struct{}{},
 		admissions:    map[*admissions]struct{}{},
 	}
 	var errs []error
@@ -214,8 +225,21 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	o.rejected, err = meter.Int64ObservableCounter(LimiterRejectedName, metric.WithUnit("{call}"),
 		metric.WithDescription("Calls of Allow, AllowN, Wait and WaitN that the limiter refused (Allow false, Wait an error)."))
 	check(err)
+	o.adaptiveLimit, err = meter.Int64ObservableGauge(AdaptiveLimitName, metric.WithUnit("{call}"),
+		metric.WithDescription("The adaptive limiter's current concurrency limit."))
+	check(err)
+	o.inflight, err = meter.Int64ObservableGauge(AdaptiveInflightName, metric.WithUnit("{call}"),
+		metric.WithDescription("Permits of the adaptive limiter held now: calls in flight."))
+	check(err)
+	o.adaptiveRate, err = meter.Float64ObservableGauge(AdaptiveRateName, metric.WithUnit("{request}/s"),
+		metric.WithDescription("The adaptive rate's current rate; backoff.InfLimit until the first throttling answer."))
+	check(err)
+	o.throttled, err = meter.Int64ObservableCounter(ThrottlerRejectedName, metric.WithUnit("{request}"),
+		metric.WithDescription("Requests the client-side throttler rejected locally."))
+	check(err)
 	if len(errs) == 0 {
 		m.registration, err = meter.RegisterCallback(m.observe,
+			o.adaptiveLimit, o.inflight, o.adaptiveRate, o.throttled,
 			o.depth, o.prioDepth, o.adds, o.queueRetries, o.unfinished, o.longest, o.delayed, o.queueRefused,
 			o.budgetRequests, o.budgetRetries, o.refused, o.balance,
 			o.limit, o.burst, o.tokens, o.keys, o.admitted, o.rejected)
@@ -325,6 +349,18 @@ func (m *Metrics) observe(_ context.Context, obs metric.Observer) error {
 		at := metric.WithAttributeSet(nameSet(name))
 		obs.ObserveInt64(o.admitted, d[0], at)
 		obs.ObserveInt64(o.rejected, d[1], at)
+	}
+	for p := range m.pacers {
+		at := metric.WithAttributeSet(nameSet(p.name))
+		switch pacer := p.pacer.(type) {
+		case *backoff.AdaptiveLimiter:
+			obs.ObserveInt64(o.adaptiveLimit, int64(pacer.Limit()), at)
+			obs.ObserveInt64(o.inflight, int64(pacer.Inflight()), at)
+		case *backoff.AdaptiveRate:
+			obs.ObserveFloat64(o.adaptiveRate, pacer.Rate(), at)
+		case *backoff.Throttler:
+			obs.ObserveInt64(o.throttled, int64(pacer.Rejected()), at)
+		}
 	}
 	for k := range m.keyedLimiters {
 		obs.ObserveInt64(o.keys, int64(k.limiter.Len()), metric.WithAttributeSet(nameSet(k.name)))

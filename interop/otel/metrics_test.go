@@ -258,3 +258,42 @@ func TestWrappedLimitersCountAdmissionsAndRejections(t *testing.T) {
 		t.Error("admissions reported after stop")
 	}
 }
+
+func TestPacerGaugesReadThePacersAtCollection(t *testing.T) {
+	m, reader := newMetrics(t)
+	fc := testingclock.NewFakeClock(epoch)
+	l := backoff.NewAdaptiveLimiter(backoff.WithClock(fc), backoff.WithInitialLimit(8))
+	r := backoff.NewAdaptiveRate(backoff.WithClock(fc))
+	th := backoff.NewThrottler(1, time.Minute, backoff.WithClock(fc))
+	defer m.ObservePacer("db", l)()
+	defer m.ObservePacer("api", r)()
+	stop := m.ObservePacer("search", th)
+	p, _ := l.TryAcquire()
+	defer p.Release()
+	for range 100 {
+		if th.Allow() {
+			th.Record(false)
+		}
+	}
+	r.Throttled(0)
+
+	c := collect(t, reader)
+	db := otel.NameKey.String("db")
+	if got := c.value(t, otel.AdaptiveLimitName, db); got != 8 {
+		t.Errorf("limit = %v, want 8", got)
+	}
+	if got := c.value(t, otel.AdaptiveInflightName, db); got != 1 {
+		t.Errorf("inflight = %v, want 1", got)
+	}
+	if got := c.value(t, otel.AdaptiveRateName, otel.NameKey.String("api")); got != r.Rate() {
+		t.Errorf("rate = %v, want %v", got, r.Rate())
+	}
+	search := otel.NameKey.String("search")
+	if got := c.value(t, otel.ThrottlerRejectedName, search); got != float64(th.Rejected()) || got == 0 {
+		t.Errorf("rejected = %v, want %v (> 0)", got, th.Rejected())
+	}
+	stop()
+	if _, ok := collect(t, reader).point(otel.ThrottlerRejectedName, search); ok {
+		t.Error("the throttler is still reported after stop")
+	}
+}

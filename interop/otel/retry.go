@@ -64,6 +64,11 @@ const (
 // RetryScheduledEvent is the name of the event recorded before each wait.
 const RetryScheduledEvent = "retry.scheduled"
 
+// RetrySkippedEvent is the name of the event recorded when an answer that
+// would have been retried is not, because the request may not be sent
+// twice (httpretry.ErrNotRepeatable): a POST's 503, say.
+const RetrySkippedEvent = "retry.skipped"
+
 // Retrier traces and measures the backoff.Retry calls of one operation, and
 // the requests of an [httpretry.Transport] with [Retrier.Transport].
 //
@@ -240,8 +245,24 @@ func (c *call) endAttempt(err error) {
 }
 
 // notify is the call's backoff.WithNotify hook: the attempt failed and
-// another follows after next.
+// another follows after next, or, for an err that wraps
+// httpretry.ErrNotRepeatable, none follows although the answer was
+// retryable.
 func (c *call) notify(attempt int, err error, next time.Duration) {
+	if errors.Is(err, httpretry.ErrNotRepeatable) {
+		target := c.attempt
+		if c.events {
+			target = c.span
+		}
+		if c.trace && target != nil {
+			target.AddEvent(RetrySkippedEvent, trace.WithTimestamp(c.end), trace.WithAttributes(
+				AttemptKey.Int(attempt), ReasonKey.String(reason(err))))
+		}
+		if c.r.cfg.notify != nil {
+			c.r.cfg.notify(attempt, err, next)
+		}
+		return
+	}
 	c.waiting = true
 	if c.trace {
 		ev := []trace.EventOption{trace.WithTimestamp(c.end), trace.WithAttributes(

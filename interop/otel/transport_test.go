@@ -215,5 +215,6 @@ func TestTransportSendsAPostOnce(t *testing.T) {
 	assertTree(t, sr, `
 GET / internal [0s..0s] Unset retrykit.retry.attempts=1
   POST client [0s..0s] Error error.type=503 http.request.method=POST http.response.status_code=503 retrykit.retry.attempt=1 server.address=127.0.0.1
+    event retry.skipped @0s retrykit.retry.attempt=1 retrykit.retry.reason=throttle
 `, "url.full", "server.port")
 }
