@@ -42,11 +42,12 @@ addafter_ops=${ADDAFTER_OPS:-3000000x}
 prefaulted_ops=${PREFAULTED_OPS:-3000000x}
 extra=${EXTRA_FLAGS:-}
 
-impls=(clientgo priorityqueue xrate cenkalti apimachinery timer rearmed floor ours)
+impls=(clientgo priorityqueue xrate cenkalti apimachinery timer rearmed floor failsafe aws ours)
 # group name; -bench pattern for the benchmark functions, -benchtime
 groups=(
-  "micro;^Benchmark(QueueAddGetDone|QueueAddGetDonePriorities|QueueAddGetDoneFairness|BackoffNext|BackoffIsInBackOffSince|ItemExponentialWhen|ControllerLimiterWhenForget|BucketWhen|LimiterAllow|LimiterWait|KeyedLimiterAllow|Retry|RetryBudget|Floor)\$;$micro"
+  "micro;^Benchmark(QueueAddGetDone|QueueAddGetDonePriorities|QueueAddGetDoneFairness|BackoffNext|BackoffIsInBackOffSince|ItemExponentialWhen|ControllerLimiterWhenForget|BucketWhen|LimiterAllow|LimiterWait|KeyedLimiterAllow|Retry|RetryBudget|Floor|AdaptivePermit|ThrottlerDecision|AdaptiveRateAllow)\$;$micro"
   "scenario;^Benchmark(WaitingHeap|Idle)\$;1x"
+  "adaptive;^BenchmarkAdaptiveScenario\$;1x"
   "lateness;^BenchmarkLateness\$;$lateness_ops"
   "addafter;^BenchmarkAddAfter\$;$addafter_ops"
   "prefaulted;^BenchmarkAddAfterPrefaulted\$;$prefaulted_ops"
@@ -105,7 +106,7 @@ done
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//;s/ *$//')
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [ -n "$(git status --porcelain -- .. 2>/dev/null)" ]; then commit="$commit (with uncommitted changes)"; fi
-benchtimes="hot paths ${micro}; WaitingHeap and Idle 1x; Lateness ${lateness_ops}; AddAfter ${addafter_ops}; AddAfterPrefaulted ${prefaulted_ops}; Growth ${growth_ops}"
+benchtimes="hot paths ${micro}; WaitingHeap, Idle and AdaptiveScenario 1x; Lateness ${lateness_ops}; AddAfter ${addafter_ops}; AddAfterPrefaulted ${prefaulted_ops}; Growth ${growth_ops}"
 report=(-benchstat "$work/benchstat.txt" -out ../BENCHMARKS.md -rounds "$rounds" -cores "$(nproc)"
   -go "$(go env GOVERSION)" -cpu "$cpu" -commit "$commit" -extra "$extra" -wall "$elapsed"
   -load-start "$load_start" -load-end "$load_end")

@@ -44,17 +44,20 @@ var implLabels = map[string]string{
 	"timer":         "bare time.AfterFunc",
 	"rearmed":       "one re-armed time.AfterFunc",
 	"floor":         "machine floor",
+	"failsafe":      "failsafe-go",
+	"aws":           "aws-sdk-go-v2 adaptive mode",
 	ours:            "ours",
 }
 
 // implOrder is the column order of the tables; ours comes last.
-var implOrder = []string{"floor", "timer", "rearmed", "clientgo", "priorityqueue", "xrate", "cenkalti", "apimachinery", ours}
+var implOrder = []string{"floor", "timer", "rearmed", "clientgo", "priorityqueue", "xrate", "cenkalti", "apimachinery", "failsafe", "aws", ours}
 
 // higherIsBetter lists the units where a larger value wins.
-var higherIsBetter = map[string]bool{"items/s": true}
+var higherIsBetter = map[string]bool{"items/s": true, "goodput%": true, "completed%": true}
 
 // unitOrder is the row order of units within a benchmark's parameters.
-var unitOrder = []string{"ns/op", "cpu-ns/op", "faults/kop", "items/s", "ns/attempt", "B/item", "p50-us", "p99-us", "max-us", "goroutines", "cpu-ms/s", "base-cpu-ms/s", "B/op", "allocs/op"}
+var unitOrder = []string{"ns/op", "cpu-ns/op", "faults/kop", "items/s", "ns/attempt", "B/item", "p50-us", "p99-us", "max-us", "goroutines", "cpu-ms/s", "base-cpu-ms/s",
+	"refused%", "goodput%", "p99x", "drift", "shed%", "limit", "noload-p99-us", "reach%", "recovery-ms", "429s", "done-s", "completed%", "B/op", "allocs/op"}
 
 // series holds every sample of one benchmark row (its name without the impl
 // part), by implementation and unit.
@@ -190,6 +193,14 @@ var targets = []target{
 	{measure: "`KeyedLimiter` heap bytes per key at 1M keys with refills, keys in random order", row: "KeyedLimiterAllow/refill=10/order=random/keys=1M", unit: "B/key", ref: "xrate", limit: 40, absolute: true},
 	{measure: "`Add`+`Get`+`Done` with `WithFairness` over 1,000 keys, serial; reference: ours without fairness", row: "QueueAddGetDoneFairness/keys=1000/mode=serial", refRow: "QueueAddGetDoneFairness/keys=none/mode=serial", unit: "ns/op", ref: "ours", limit: 1.5, zeroAllocs: true},
 	{measure: "`Add`+`Get`+`Done` with `WithFairness` over 1,000 keys, 2 producers + 2 workers; reference: ours without fairness", row: "QueueAddGetDoneFairness/keys=1000/mode=2p2w", refRow: "QueueAddGetDoneFairness/keys=none/mode=2p2w", unit: "ns/op", ref: "ours", limit: 1.5, zeroAllocs: true},
+	{measure: "`AdaptiveLimiter` `TryAcquire`+`Permit.Record` with room, serial, against failsafe-go's adaptivelimiter", row: "AdaptivePermit/op=try/mode=serial", unit: "ns/op", ref: "failsafe", limit: 0.25, zeroAllocs: true},
+	{measure: "`AdaptiveLimiter` `TryAcquire`+`Permit.Record` with room, 2 goroutines, against failsafe-go's adaptivelimiter", row: "AdaptivePermit/op=try/mode=2goroutines", unit: "ns/op", ref: "failsafe", limit: 0.25, zeroAllocs: true},
+	{measure: "`AdaptiveLimiter` `Acquire`+`Permit.Record` with room, serial, against failsafe-go's adaptivelimiter", row: "AdaptivePermit/op=acquire/mode=serial", unit: "ns/op", ref: "failsafe", limit: 0.25, zeroAllocs: true},
+	{measure: "`AdaptiveLimiter` `Acquire`+`Permit.Record` with room, 2 goroutines, against failsafe-go's adaptivelimiter", row: "AdaptivePermit/op=acquire/mode=2goroutines", unit: "ns/op", ref: "failsafe", limit: 0.25, zeroAllocs: true},
+	{measure: "`Throttler` `Allow`+`Record`, serial, against failsafe-go's adaptivethrottler", row: "ThrottlerDecision/mode=serial", unit: "ns/op", ref: "failsafe", limit: 0.5, zeroAllocs: true},
+	{measure: "`Throttler` `Allow`+`Record`, 2 goroutines, against failsafe-go's adaptivethrottler", row: "ThrottlerDecision/mode=2goroutines", unit: "ns/op", ref: "failsafe", limit: 0.5, zeroAllocs: true},
+	{measure: "`AdaptiveRate` `Allow`+`Succeeded` before any 429, serial: allocations", row: "AdaptiveRateAllow/state=open/mode=serial", unit: "allocs/op", ref: "aws", limit: 0, absolute: true},
+	{measure: "`AdaptiveRate` `Allow`+`Succeeded` paced after a 429, serial: allocations", row: "AdaptiveRateAllow/state=paced/mode=serial", unit: "allocs/op", ref: "aws", limit: 0, absolute: true},
 	{measure: "`AddAfter` per call", row: "AddAfter", unit: "ns/op", ref: "clientgo", limit: 0.25, zeroAllocs: true, beatPQ: true},
 	{measure: "heap bytes per waiting item at 1M", row: "WaitingHeap", unit: "B/item", ref: "clientgo", limit: 0.45, beatPQ: true},
 	{measure: "`Backoff.Next`, 100k keys, serial", row: "BackoffNext/keys=100k/mode=serial", unit: "ns/op", ref: "clientgo", limit: 0.75},
