@@ -212,7 +212,9 @@ func TestParkCostsNoGoroutine(t *testing.T) {
 	for i := range 1000 {
 		q.Park(i, f.ready, time.Duration(i+1)*time.Millisecond)
 	}
-	assert.Equal(t, before, runtime.NumGoroutine())
+	// No more goroutines than before (one of an earlier test may have
+	// ended meanwhile).
+	assert.LessOrEqual(t, runtime.NumGoroutine(), before)
 	assert.Equal(t, 1, fc.Waiters(), "one timer for every maxWait")
 }
 
