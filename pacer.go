@@ -174,7 +174,7 @@ func walkChain(err error, match func(error) bool) bool {
 func pacedAttempt(ctx context.Context, p Pacer, fn func(context.Context) error) (err error, started bool) {
 	pc, err := p.startAttempt(ctx)
 	if err != nil {
-		return err, !errors.Is(err, ctx.Err()) || ctx.Err() == nil
+		return err, ctx.Err() == nil
 	}
 	o, hint := outcomeNeutral, time.Duration(0)
 	defer func() { pc.finish(o, hint) }() // a panic in fn frees the permit, as neutral

@@ -647,7 +647,7 @@ func (q *Queue[T]) Done(item T) {
 	}
 	if st&queueDirty != 0 {
 		q.states.Set(ref, item, queueDirty)
-		if len(q.parked.items) > 0 && q.parked.isParked(item) {
+		if q.parked.isParked(item) {
 			return // its release from Park queues it
 		}
 		q.pushReadyLocked(item, hash, now, q.pendingLocked(ref, item))

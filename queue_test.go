@@ -472,19 +472,29 @@ func BenchmarkDelayingQueueAddAfter(b *testing.B) {
 	}
 }
 
-// BenchmarkDelayingQueueAddAfterUpdate moves waiting items earlier and
-// later at random in a heap of 10 000: the decrease-key path.
-func BenchmarkDelayingQueueAddAfterUpdate(b *testing.B) {
+// waitingQueue returns a delaying queue on the real clock in which the
+// items 0 to n-1 wait an hour, shut down when b ends.
+func waitingQueue(b *testing.B, n int) *backoff.DelayingQueue[int] {
 	q := backoff.NewDelayingQueue[int]()
-	defer q.ShutDown()
-	const n = 10_000
+	b.Cleanup(q.ShutDown)
 	for i := 0; i < n; i++ {
 		q.AddAfter(i, time.Hour)
 	}
+	return q
+}
+
+// movedItems is the number of waiting items of the benchmarks that move
+// them.
+const movedItems = 10_000
+
+// BenchmarkDelayingQueueAddAfterUpdate moves waiting items earlier and
+// later at random in a heap of 10 000: the decrease-key path.
+func BenchmarkDelayingQueueAddAfterUpdate(b *testing.B) {
+	q := waitingQueue(b, movedItems)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		q.AddAfter(i*7919%n, time.Hour-time.Duration(i))
+		q.AddAfter(i*7919%movedItems, time.Hour-time.Duration(i))
 	}
 }
 
@@ -492,16 +502,11 @@ func BenchmarkDelayingQueueAddAfterUpdate(b *testing.B) {
 // ready time, later or earlier, in a heap of 10 000: beside
 // BenchmarkDelayingQueueAddAfterUpdate, which can only move them earlier.
 func BenchmarkDelayingQueueReschedule(b *testing.B) {
-	q := backoff.NewDelayingQueue[int]()
-	defer q.ShutDown()
-	const n = 10_000
-	for i := 0; i < n; i++ {
-		q.AddAfter(i, time.Hour)
-	}
+	q := waitingQueue(b, movedItems)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		q.Reschedule(i*7919%n, time.Hour+time.Duration(i*104729%n)*time.Millisecond)
+		q.Reschedule(i*7919%movedItems, time.Hour+time.Duration(i*104729%movedItems)*time.Millisecond)
 	}
 }
 
@@ -509,18 +514,13 @@ func BenchmarkDelayingQueueReschedule(b *testing.B) {
 // wait again (AddAfter), in a heap of 10 000: a cancel costs the difference
 // from BenchmarkDelayingQueueAddAfterUpdate.
 func BenchmarkDelayingQueueCancelWaiting(b *testing.B) {
-	q := backoff.NewDelayingQueue[int]()
-	defer q.ShutDown()
-	const n = 10_000
-	for i := 0; i < n; i++ {
-		q.AddAfter(i, time.Hour)
-	}
+	q := waitingQueue(b, movedItems)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		x := i * 7919 % n
+		x := i * 7919 % movedItems
 		q.CancelWaiting(x)
-		q.AddAfter(x, time.Hour+time.Duration(i%n))
+		q.AddAfter(x, time.Hour+time.Duration(i%movedItems))
 	}
 }
 
