@@ -214,7 +214,18 @@ func (l *Limiter) Allow() bool { return l.AllowN(1) }
 func (l *Limiter) AllowN(n int) bool {
 	now := l.now()
 	if n == 1 {
-		for t := l.grantedAt.Load(); t >= 0 && int64(now)-t >= l.refillAfter.Load(); t = l.grantedAt.Load() {
+		for t := l.grantedAt.Load(); t >= 0; t = l.grantedAt.Load() {
+			if int64(now) < t {
+				// A concurrent grant read the clock after this call did and
+				// published first. Its instant was read before this Load,
+				// so a second read is not earlier than it.
+				if now = l.now(); int64(now) < t {
+					break
+				}
+			}
+			if int64(now)-t < l.refillAfter.Load() {
+				break
+			}
 			if l.grantedAt.CompareAndSwap(t, int64(now)) {
 				return true // see grantedAt
 			}
