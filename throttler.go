@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -39,24 +40,35 @@ var ErrThrottled = errors.New("backoff: throttled locally")
 // at construction, so that a FakeClock makes its decisions repeatable.
 //
 // A Throttler is safe for concurrent use by multiple goroutines; Allow and
-// Record allocate nothing. Its zero value is not usable (its methods
-// panic): use [NewThrottler].
+// Record take no lock and allocate nothing (see the fields for how). Its
+// zero value is not usable (its methods panic): use [NewThrottler].
 type Throttler struct {
 	k     float64
 	clock clock.PassiveClock
 	epoch time.Time
 	width time.Duration // of a bucket
 
-	mu       sync.Mutex
-	head     int64 // the current bucket's number, counted from epoch
-	requests float64
-	accepts  float64 // sums over the buckets of the window
-	buckets  [throttlerBuckets]throttlerBucket
-	rand     uint64 // splitmix64 state
-	rejected uint64 // calls of Allow that returned false, ever
+	// The counts of the bucket being filled live in two atomics, and the
+	// sums of the window's other buckets in two more, so that a decision is
+	// a clock read, one atomic add and a few loads, and a Record one atomic
+	// add. Only the move to a new bucket takes mu: it folds the current
+	// counts into the ring and publishes the new sums, then head. A call
+	// racing with the move may count in the new bucket or read the sums a
+	// bucket late: the window's precision is a bucket anyway.
+	head        atomic.Int64 // the current bucket's number, counted from epoch
+	nextAt      atomic.Int64 // the instant the next bucket starts: (head+1)·width
+	curRequests atomic.Uint64
+	curAccepts  atomic.Uint64
+	oldRequests atomic.Uint64 // over the window's other buckets
+	oldAccepts  atomic.Uint64
+	rand        atomic.Uint64 // splitmix64's counter
+	rejected    atomic.Uint64 // calls of Allow that returned false, ever
+
+	mu   sync.Mutex
+	ring [throttlerBuckets]throttlerBucket // guarded by mu; the current bucket's slot is unused
 }
 
-type throttlerBucket struct{ requests, accepts float64 }
+type throttlerBucket struct{ requests, accepts uint64 }
 
 // throttlerBuckets is how many buckets a window is cut into.
 const throttlerBuckets = 10
@@ -76,7 +88,8 @@ func NewThrottler(k float64, window time.Duration, opts ...Option) *Throttler {
 	}
 	c := newConfig(opts)
 	t := &Throttler{k: k, clock: c.clock, epoch: c.clock.Now(), width: window / throttlerBuckets}
-	t.rand = uint64(t.epoch.UnixNano())
+	t.rand.Store(uint64(t.epoch.UnixNano()))
+	t.nextAt.Store(int64(t.width))
 	return t
 }
 
@@ -84,27 +97,23 @@ func NewThrottler(k float64, window time.Duration, opts ...Option) *Throttler {
 // probability above; a rejected caller should fail with [ErrThrottled].
 // Either way the call counts as a request. It never blocks.
 func (t *Throttler) Allow() bool {
-	now := max(t.clock.Since(t.epoch), 0)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.advanceLocked(now)
-	p := (t.requests - t.k*t.accepts) / (t.requests + 1)
-	t.requests++
-	t.buckets[t.head%throttlerBuckets].requests++
-	if p <= 0 || t.draw() >= p {
+	if now := max(t.clock.Since(t.epoch), 0); int64(now) >= t.nextAt.Load() {
+		t.advance(int64(now / t.width))
+	}
+	requests := float64(t.oldRequests.Load() + t.curRequests.Add(1) - 1)
+	accepts := float64(t.oldAccepts.Load() + t.curAccepts.Load())
+	// Rejected with probability excess/(requests+1): no division unless a
+	// draw is needed.
+	if excess := requests - t.k*accepts; excess <= 0 || t.draw()*(requests+1) >= excess {
 		return true
 	}
-	t.rejected++
+	t.rejected.Add(1)
 	return false
 }
 
 // Rejected returns the number of calls of Allow that returned false since
 // the Throttler was created: the requests rejected locally, for metrics.
-func (t *Throttler) Rejected() uint64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.rejected
-}
+func (t *Throttler) Rejected() uint64 { return t.rejected.Load() }
 
 // Record reports whether the downstream accepted a request that Allow let
 // through. Only acceptances are counted: a refusal is already a request.
@@ -112,42 +121,42 @@ func (t *Throttler) Rejected() uint64 {
 // the latest Allow, which is where its request was counted (the window's
 // precision is a bucket anyway), and it halves the cost of a decision.
 func (t *Throttler) Record(accepted bool) {
-	if !accepted {
-		return
+	if accepted {
+		t.curAccepts.Add(1)
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.accepts++
-	t.buckets[t.head%throttlerBuckets].accepts++
 }
 
-// advanceLocked moves the window to the bucket of now, dropping the buckets
-// that leave it. A clock that steps back leaves the window where it is.
-func (t *Throttler) advanceLocked(now time.Duration) {
-	head := int64(now / t.width)
-	if head <= t.head {
-		return
+// advance moves the window to bucket head, dropping the buckets that leave
+// it. A clock that steps back leaves the window where it is.
+func (t *Throttler) advance(head int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	from := t.head.Load()
+	if head <= from {
+		return // moved by a concurrent call
 	}
-	if head-t.head >= throttlerBuckets {
-		t.buckets = [throttlerBuckets]throttlerBucket{}
-		t.requests, t.accepts = 0, 0
+	t.ring[from%throttlerBuckets] = throttlerBucket{t.curRequests.Swap(0), t.curAccepts.Swap(0)}
+	if head-from >= throttlerBuckets {
+		t.ring = [throttlerBuckets]throttlerBucket{}
 	} else {
-		for b := t.head + 1; b <= head; b++ {
-			old := &t.buckets[b%throttlerBuckets]
-			t.requests -= old.requests
-			t.accepts -= old.accepts
-			*old = throttlerBucket{}
+		for b := from + 1; b <= head; b++ {
+			t.ring[b%throttlerBuckets] = throttlerBucket{}
 		}
-		// Sums of small integers are exact, but guard the invariant anyway.
-		t.requests, t.accepts = max(t.requests, 0), max(t.accepts, 0)
 	}
-	t.head = head
+	var old throttlerBucket
+	for _, b := range t.ring {
+		old.requests += b.requests
+		old.accepts += b.accepts
+	}
+	t.oldRequests.Store(old.requests)
+	t.oldAccepts.Store(old.accepts)
+	t.head.Store(head)
+	t.nextAt.Store((head + 1) * int64(t.width))
 }
 
 // draw returns a uniform number in [0, 1) (splitmix64).
 func (t *Throttler) draw() float64 {
-	t.rand += 0x9e3779b97f4a7c15
-	z := t.rand
+	z := t.rand.Add(0x9e3779b97f4a7c15)
 	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
 	z = (z ^ z>>27) * 0x94d049bb133111eb
 	z ^= z >> 31

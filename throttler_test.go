@@ -3,6 +3,7 @@ package backoff_test
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -118,12 +119,14 @@ func TestThrottlerConcurrentUse(t *testing.T) {
 	clk := testingclock.NewFakeClock(epoch)
 	th := backoff.NewThrottler(2, time.Second, backoff.WithClock(clk))
 	var wg sync.WaitGroup
+	var allowed atomic.Int64
 	for g := range 16 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range 1000 {
 				if th.Allow() {
+					allowed.Add(1)
 					th.Record((i+g)%4 == 0)
 				}
 				if i%100 == 0 {
@@ -133,8 +136,10 @@ func TestThrottlerConcurrentUse(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	// A quarter accepted with k = 2: about half the requests are rejected;
-	// all that matters here is that nothing raced and it still decides.
+	// A quarter accepted with k = 2: some requests are rejected, and every
+	// call is counted once, as allowed or as rejected.
+	assert.Equal(t, int64(16*1000), allowed.Load()+int64(th.Rejected()))
+	assert.Positive(t, th.Rejected(), "a quarter accepted with k = 2 rejects some")
 	clk.Step(2 * time.Second)
 	assert.True(t, th.Allow(), "an empty window rejects nothing")
 }
