@@ -111,10 +111,11 @@ const (
 	adaptiveDropFactor    = 0.9              // a Drop's cut
 )
 
-// limitsConfig holds the options that AdaptiveLimiter reads. 0 is the
-// default.
+// limitsConfig holds the options that AdaptiveLimiter and AdaptiveRate
+// read. 0 is the default.
 type limitsConfig struct {
 	min, max, initial int
+	initialRate       float64
 }
 
 // WithMinLimit sets the lowest limit of an [AdaptiveLimiter]:

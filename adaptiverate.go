@@ -21,26 +21,36 @@ import (
 //
 // # How the rate moves
 //
-// Until the first throttling answer there is no limit: [AdaptiveRate.Rate]
-// is [InfLimit]. A throttling answer cuts the rate to 0.7 times the rate that
-// met it, and remembers that rate as the ceiling. The rate that met it is the
+// The rate starts at [DefaultInitialRate] (or the rate of
+// [WithInitialRate]) and, until the first throttling answer, every success
+// raises it by one request per second: a slow start, as TCP's, that doubles
+// the rate in about a second while the quota lets everything through.
+// Starting without a limit (WithInitialRate(InfLimit), as AWS SDKs' adaptive
+// mode starts) suits a client alone with its quota, but when many clients
+// start together, the few that happen not to be throttled at first keep no
+// limit and take the quota from the others, which are then throttled again
+// in rounds (see the shared-quota scenario of examples/adaptive).
+//
+// A throttling answer cuts the rate to 0.8 times the rate that met it, and
+// remembers that rate as the ceiling. The rate that met it is the
 // lowest of the rate allowed, the rate requests were actually sent at, and,
 // when the answer has a Retry-After, the client's successes since the last
 // cut over the time until the quota lets it in again (time the client spent
 // idle, sending nothing, is not counted): what the quota really
 // granted it, the best estimate of its share that a client with no view of
 // the others has. Successes then raise the rate along a cubic curve of the
-// time since the cut, as TCP CUBIC grows its window: back to the ceiling in
-// under a second, then growing past it fifty times more slowly, so that a client
-// spends its time just below where the quota was found and probes beyond it
-// gently. Compared with AIMD, whose linear growth crosses the quota at full
-// speed every cycle, that is fewer throttled requests for the same
-// throughput; compared with AWS SDKs' adaptive mode (CUBIC with an absolute
-// scale), the curve is relative to the ceiling, so it behaves the same at 2
-// and at 2,000 requests per second. The rate never grows past twice the
-// rate at which requests were actually sent, so that an idle client does not
-// build up a rate it has never tried, and never falls below one request every
-// 10 s.
+// time since the cut, as TCP CUBIC grows its window: to 0.95 times the
+// ceiling in under a second, then on past it, flat at first and faster the
+// longer no throttle comes (back to the ceiling about 5 s after the cut,
+// twice it after about 12 s), so that a client spends its time just below
+// where the quota was found and probes beyond it gently. Compared with AIMD,
+// whose linear growth crosses the quota at full speed every cycle, that is
+// fewer throttled requests for the same throughput; compared with AWS SDKs'
+// adaptive mode (CUBIC with an absolute scale), the curve is relative to the
+// ceiling, so it behaves the same at 2 and at 2,000 requests per second. The
+// rate never grows past twice the rate at which requests were actually sent,
+// so that an idle client does not build up a rate it has never tried, and
+// never falls below one request every 10 s.
 //
 // A throttling answer that comes within one request interval (at the new
 // rate) of the last cut does not cut again: it answers a request sent
@@ -58,9 +68,12 @@ type AdaptiveRate struct {
 	timers timerPool
 
 	mu   sync.Mutex
-	rate float64       // requests per second; InfLimit until the first cut
+	rate float64       // requests per second; InfLimit for none
 	next time.Duration // the earliest instant of the next request
 	hold time.Duration // no request before it (Retry-After)
+	// slowStart is true until the first cut: a success adds one request
+	// per second to the rate.
+	slowStart bool
 	// The cubic curve: the rate at the last cut, when it was, and how long
 	// the curve takes to climb back to it.
 	ceiling float64
@@ -78,31 +91,52 @@ type AdaptiveRate struct {
 	countedFrom time.Duration
 }
 
+// DefaultInitialRate is the rate, in requests per second, that an
+// [AdaptiveRate] starts at unless [WithInitialRate] says otherwise.
+const DefaultInitialRate = 5
+
 // The constants of the control law; see AdaptiveRate's doc.
 const (
-	rateBeta       = 0.7  // a cut's factor
-	rateCubicScale = 0.4  // the curve's scale, in multiples of the ceiling per second³
-	rateProbeScale = 0.02 // the share of the scale past the ceiling
-	rateSmoothing  = 0.8  // the weight of the latest bucket in the measured rate
-	rateMin        = 0.1  // requests per second
+	rateBeta       = 0.8   // a cut's factor
+	ratePlateau    = 0.95  // where the curve flattens, in multiples of the ceiling
+	rateCubicScale = 0.4   // the curve's scale, in multiples of the ceiling per second³
+	rateProbeScale = 0.002 // the share of the scale past the plateau
+	rateSmoothing  = 0.8   // the weight of the latest bucket in the measured rate
+	rateMin        = 0.1   // requests per second
 	rateBucket     = 500 * time.Millisecond
 	rateIdle       = time.Second // a client that asks for no slot this long past its own is idle
 )
 
-// NewAdaptiveRate returns an [AdaptiveRate] with no limit until the first
-// throttling answer. It reads the time, and waits, through the clock of
-// [WithClock] (the real clock by default), and ignores the other options.
+// WithInitialRate sets the rate, in requests per second, that an
+// [AdaptiveRate] starts at: [DefaultInitialRate] by default. [InfLimit] (or
+// math.Inf(1)) starts with no limit until the first throttling answer. It
+// panics if r is not positive or is NaN. Other constructors ignore it.
+func WithInitialRate(r float64) Option {
+	if !(r > 0) {
+		badArgument("WithInitialRate", "r must be a positive number of requests per second", r)
+	}
+	return Option{kind: optionInitialRate, n: int64(math.Float64bits(sanitizeLimit(r)))}
+}
+
+// NewAdaptiveRate returns an [AdaptiveRate] at the rate of [WithInitialRate]
+// ([DefaultInitialRate] by default), in its slow start. It reads the time,
+// and waits, through the clock of [WithClock] (the real clock by default),
+// and ignores the other options.
 func NewAdaptiveRate(opts ...Option) *AdaptiveRate {
 	c := newConfig(opts)
-	r := &AdaptiveRate{clock: c.clock, epoch: c.clock.Now(), rate: InfLimit}
+	r := &AdaptiveRate{clock: c.clock, epoch: c.clock.Now(), rate: DefaultInitialRate, slowStart: true}
+	if c.limits.initialRate != 0 {
+		r.rate = c.limits.initialRate
+	}
 	r.timers.clock = c.clock
 	return r
 }
 
 func (r *AdaptiveRate) now() time.Duration { return max(r.clock.Since(r.epoch), 0) }
 
-// Rate returns the current rate in requests per second: [InfLimit] until the
-// first throttling answer.
+// Rate returns the current rate in requests per second: [InfLimit] for no
+// limit, which only [WithInitialRate] gives, until the first throttling
+// answer.
 func (r *AdaptiveRate) Rate() float64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -203,6 +237,9 @@ func (r *AdaptiveRate) Throttled(retryAfter time.Duration) {
 	if since := now - r.sentBucket; base == 0 && since > 0 {
 		base = r.sentInBucket / since.Seconds()
 	}
+	if base == 0 && r.rate != InfLimit {
+		base = r.rate // nothing measured yet: the rate allowed met it
+	}
 	base = min(base, r.rate)
 	if since := (now - max(r.cutAt, r.countedFrom)).Seconds() + retryAfter.Seconds(); retryAfter > 0 && r.succeeded > 0 {
 		// What the quota granted this client: its successes since the last
@@ -210,10 +247,11 @@ func (r *AdaptiveRate) Throttled(retryAfter time.Duration) {
 		base = min(base, r.succeeded/since)
 	}
 	r.succeeded = 0
+	r.slowStart = false
 	base = max(base, rateMin)
 	r.ceiling = base
 	r.cutAt = max(now, 1)
-	r.climb = math.Cbrt((1 - rateBeta) / rateCubicScale) // 0.9 s
+	r.climb = math.Cbrt((ratePlateau - rateBeta) / rateCubicScale) // 0.72 s
 	r.setRateLocked(now, base*rateBeta)
 }
 
@@ -227,12 +265,16 @@ func (r *AdaptiveRate) Succeeded() {
 		return
 	}
 	r.measureLocked(now)
+	if r.slowStart {
+		r.setRateLocked(now, r.rate+1)
+		return
+	}
 	t := (now - r.cutAt).Seconds() - r.climb
 	c := rateCubicScale
 	if t > 0 {
 		c *= rateProbeScale
 	}
-	v := r.ceiling * (1 + c*t*t*t)
+	v := r.ceiling * (ratePlateau + c*t*t*t)
 	r.setRateLocked(now, min(v, max(2*r.sent, r.rate)))
 }
 

@@ -2,6 +2,8 @@ package backoff_test
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -24,22 +26,37 @@ func sendAt(t *testing.T, r *backoff.AdaptiveRate, clk *testingclock.FakeClock, 
 	}
 }
 
-func TestAdaptiveRateIsUnlimitedUntilThrottled(t *testing.T) {
-	r := backoff.NewAdaptiveRate(backoff.WithClock(testingclock.NewFakeClock(epoch)))
-	assert.Equal(t, backoff.InfLimit, r.Rate())
+// TestAdaptiveRateStartsSlow: the rate starts at DefaultInitialRate and
+// every success adds one request per second until the first throttling
+// answer; WithInitialRate(InfLimit) starts with no limit instead.
+func TestAdaptiveRateStartsSlow(t *testing.T) {
+	clk := testingclock.NewFakeClock(epoch)
+	r := backoff.NewAdaptiveRate(backoff.WithClock(clk))
+	assert.Equal(t, float64(backoff.DefaultInitialRate), r.Rate())
+	require.True(t, r.Allow())
+	assert.False(t, r.Allow(), "the next slot is 1/rate later")
+	r.Succeeded()
+	assert.Equal(t, float64(backoff.DefaultInitialRate+1), r.Rate())
+	sendAt(t, r, clk, 100, 10*time.Millisecond) // asking 100/s for 1 s
+	assert.InDelta(t, 2.7*backoff.DefaultInitialRate, r.Rate(), backoff.DefaultInitialRate,
+		"the rate grows by about e in a second of successes")
+
+	unlimited := backoff.NewAdaptiveRate(backoff.WithClock(clk), backoff.WithInitialRate(backoff.InfLimit))
 	for range 1000 {
-		require.True(t, r.Allow())
-		r.Succeeded()
+		require.True(t, unlimited.Allow())
+		unlimited.Succeeded()
 	}
-	assert.Equal(t, backoff.InfLimit, r.Rate(), "successes alone set no limit")
+	assert.Equal(t, backoff.InfLimit, unlimited.Rate(), "successes alone set no limit")
+
+	assert.Equal(t, 2.5, backoff.NewAdaptiveRate(backoff.WithInitialRate(2.5)).Rate())
 }
 
 func TestAdaptiveRateCutsToTheRateThatMetTheQuota(t *testing.T) {
 	clk := testingclock.NewFakeClock(epoch)
-	r := backoff.NewAdaptiveRate(backoff.WithClock(clk))
+	r := backoff.NewAdaptiveRate(backoff.WithClock(clk), backoff.WithInitialRate(backoff.InfLimit))
 	sendAt(t, r, clk, 30, 100*time.Millisecond) // 10 per second for 3 s
 	r.Throttled(0)
-	assert.InDelta(t, 7, r.Rate(), 0.5, "0.7 times the rate requests were sent at")
+	assert.InDelta(t, 8, r.Rate(), 0.5, "0.8 times the rate requests were sent at")
 	cut := r.Rate()
 	r.Throttled(0)
 	assert.Equal(t, cut, r.Rate(), "a throttle within one interval answers a request sent before the cut")
@@ -53,7 +70,7 @@ func TestAdaptiveRateCutsToTheRateThatMetTheQuota(t *testing.T) {
 
 func TestAdaptiveRateHonoursRetryAfter(t *testing.T) {
 	clk := testingclock.NewFakeClock(epoch)
-	r := backoff.NewAdaptiveRate(backoff.WithClock(clk))
+	r := backoff.NewAdaptiveRate(backoff.WithClock(clk), backoff.WithInitialRate(backoff.InfLimit))
 	sendAt(t, r, clk, 30, 100*time.Millisecond)
 	r.Throttled(3 * time.Second)
 	clk.Step(3*time.Second - time.Millisecond)
@@ -61,38 +78,35 @@ func TestAdaptiveRateHonoursRetryAfter(t *testing.T) {
 	clk.Step(time.Millisecond)
 	assert.True(t, r.Allow())
 	// The rate is cut to the share the quota granted: 30 successes over the
-	// 6 s from the start to the end of the Retry-After, times 0.7.
-	assert.InDelta(t, 0.7*30/6.0, r.Rate(), 0.2)
+	// 6 s from the start to the end of the Retry-After, times 0.8.
+	assert.InDelta(t, 0.8*30/6.0, r.Rate(), 0.2)
 }
 
 func TestAdaptiveRateClimbsBackAndProbesSlowly(t *testing.T) {
 	clk := testingclock.NewFakeClock(epoch)
-	r := backoff.NewAdaptiveRate(backoff.WithClock(clk))
+	r := backoff.NewAdaptiveRate(backoff.WithClock(clk), backoff.WithInitialRate(backoff.InfLimit))
 	sendAt(t, r, clk, 200, 10*time.Millisecond) // 100 per second for 2 s
 	r.Throttled(0)
-	ceiling := r.Rate() / 0.7
-	var at1s, at2s, at4s float64
-	for i := range 400 { // 4 s, asking far more than the rate allows
+	ceiling := r.Rate() / 0.8
+	rates := map[int]float64{}
+	for i := range 1300 { // 13 s, asking far more than the rate allows
 		if r.Allow() {
 			r.Succeeded()
 		}
 		clk.Step(10 * time.Millisecond)
-		switch i {
-		case 99:
-			at1s = r.Rate()
-		case 199:
-			at2s = r.Rate()
-		case 399:
-			at4s = r.Rate()
+		if (i+1)%100 == 0 {
+			rates[(i+1)/100] = r.Rate()
 		}
 	}
-	assert.InDelta(t, ceiling, at1s, 0.05*ceiling, "back to the ceiling in about a second")
-	assert.Less(t, at2s, 1.05*ceiling, "then past it slowly")
-	assert.Greater(t, at4s, 1.1*ceiling, "and faster the longer no throttle comes")
+	assert.InDelta(t, 0.95*ceiling, rates[1], 0.02*ceiling, "just below the ceiling in about a second")
+	assert.Less(t, rates[4], ceiling, "then flat")
+	assert.Greater(t, rates[4], 0.95*ceiling)
+	assert.InDelta(t, ceiling, rates[5], 0.05*ceiling, "back to the ceiling after about 5 s")
+	assert.Greater(t, rates[12], 1.8*ceiling, "and faster the longer no throttle comes")
 }
 
 func TestAdaptiveRateWait(t *testing.T) {
-	// slowed returns an AdaptiveRate cut to 0.7 per second, on a clock that
+	// slowed returns an AdaptiveRate cut to 0.8 per second, on a clock that
 	// reports each timer it creates.
 	slowed := func() (*backoff.AdaptiveRate, *armingClock) {
 		clk := &armingClock{testingclock.NewFakeClock(epoch), make(chan time.Duration)}
@@ -102,7 +116,7 @@ func TestAdaptiveRateWait(t *testing.T) {
 		require.NoError(t, r.Wait(context.Background()), "the first slot is free")
 		return r, clk
 	}
-	rate := 0.7
+	rate := 0.8
 	interval := time.Duration(float64(time.Second) / rate)
 
 	r, clk := slowed()
@@ -167,6 +181,10 @@ func TestAdaptiveRateBadInput(t *testing.T) {
 		//lint:ignore SA1012 the nil context is the bad input under test
 		_ = backoff.NewAdaptiveRate().Wait(nil) //nolint:staticcheck
 	})
+	for _, r := range []float64{0, -1, math.NaN(), math.Inf(-1)} {
+		assert.PanicsWithValue(t, fmt.Sprintf("backoff: WithInitialRate: r must be a positive number of requests per second, got %v", r),
+			func() { backoff.WithInitialRate(r) })
+	}
 }
 
 func BenchmarkAdaptiveRateAllowSucceeded(b *testing.B) {
@@ -182,11 +200,11 @@ func BenchmarkAdaptiveRateAllowSucceeded(b *testing.B) {
 // TestAdaptiveRateIdleTimeDoesNotWaterDownTheShare: a client idle for an
 // hour, then sending 50/s for 10 s, all accepted, then throttled with a
 // 1 s Retry-After, estimates its share from the 10 s it sent, not from the
-// hour: its rate falls to about 0.7 × 500/11 s, not to the floor.
+// hour: its rate falls to about 0.8 × 500/11 s, not to the floor.
 func TestAdaptiveRateIdleTimeDoesNotWaterDownTheShare(t *testing.T) {
 	for _, idle := range []time.Duration{0, time.Minute, time.Hour} {
 		fc := testingclock.NewFakeClock(epoch)
-		r := backoff.NewAdaptiveRate(backoff.WithClock(fc))
+		r := backoff.NewAdaptiveRate(backoff.WithClock(fc), backoff.WithInitialRate(backoff.InfLimit))
 		fc.Step(idle)
 		for range 500 {
 			require.True(t, r.Allow())
@@ -194,6 +212,6 @@ func TestAdaptiveRateIdleTimeDoesNotWaterDownTheShare(t *testing.T) {
 			fc.Step(20 * time.Millisecond)
 		}
 		r.Throttled(time.Second)
-		assert.InDelta(t, 0.7*500/11.0, r.Rate(), 1, "after %v idle", idle)
+		assert.InDelta(t, 0.8*500/11.0, r.Rate(), 1, "after %v idle", idle)
 	}
 }

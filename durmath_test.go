@@ -245,6 +245,7 @@ var optionTable = []struct {
 		[]string{"NewQueue", "NewDelayingQueue", "NewRateLimitingQueue"},
 		"the name and the logger are used by RunWorkers' logs"},
 	{[]string{"WithMinLimit", "WithMaxLimit", "WithInitialLimit"}, []string{"NewAdaptiveLimiter"}, ""},
+	{[]string{"WithInitialRate"}, []string{"NewAdaptiveRate"}, ""},
 	{[]string{"WithPacer"}, []string{"Retry", "RetryValue", "RunWorkers"}, "and httpretry's Transport, through Retry"},
 }
 

@@ -63,6 +63,7 @@ import (
 //	WithMinLimit,           NewAdaptiveLimiter
 //	WithMaxLimit,
 //	WithInitialLimit
+//	WithInitialRate         NewAdaptiveRate
 //	WithPacer               Retry, RetryValue, RunWorkers (and httpretry's
 //	                        Transport, through Retry)
 //
@@ -101,6 +102,7 @@ const (
 	optionMaxLimit
 	optionInitialLimit
 	optionPacer
+	optionInitialRate
 )
 
 // config holds every setting an Option can change. Each part of the package
@@ -115,7 +117,7 @@ type config struct {
 	retry   retryConfig   // read by Retry (retry.go)
 	queue   queueConfig   // read by the queues (queue.go)
 	budget  budgetConfig  // read by RetryBudget, Retry and RateLimitingQueue (retrybudget.go)
-	limits  limitsConfig  // read by AdaptiveLimiter (adaptivelimiter.go)
+	limits  limitsConfig  // read by AdaptiveLimiter and AdaptiveRate (adaptivelimiter.go)
 }
 
 // newConfig applies opts over the defaults. It is the one place that turns
@@ -187,6 +189,8 @@ func (c *config) apply(opts []Option) {
 			c.limits.initial = int(o.n)
 		case optionPacer:
 			c.retry.pacer, _ = o.v.(Pacer)
+		case optionInitialRate:
+			c.limits.initialRate = math.Float64frombits(uint64(o.n))
 		}
 	}
 }

@@ -90,7 +90,7 @@ func TestRetryWithAdaptiveRate(t *testing.T) {
 	// Retry's own wait for the hint is bounded to 1 ns: the 2 s are the
 	// rate's hold.
 	assert.Equal(t, []time.Duration{0, 2 * time.Second}, at)
-	assert.Less(t, r.Rate(), math.Inf(1), "the throttling answer set a rate")
+	assert.Less(t, r.Rate(), float64(backoff.DefaultInitialRate), "the throttling answer cut the rate")
 }
 
 // TestRetryWithThrottler: an attempt the throttler rejects fails with
@@ -141,7 +141,7 @@ func TestRetryWithPacerAllocatesNothing(t *testing.T) {
 	fc := newQueueClock()
 	pacers := map[string]backoff.Pacer{
 		"AdaptiveLimiter": backoff.NewAdaptiveLimiter(backoff.WithClock(fc)),
-		"AdaptiveRate":    backoff.NewAdaptiveRate(backoff.WithClock(fc)),
+		"AdaptiveRate":    backoff.NewAdaptiveRate(backoff.WithClock(fc), backoff.WithInitialRate(backoff.InfLimit)),
 		"Throttler":       backoff.NewThrottler(2, time.Minute, backoff.WithClock(fc)),
 		"Limiter":         backoff.NewLimiter(math.Inf(1), 1, backoff.WithClock(fc)),
 	}

@@ -454,7 +454,7 @@ func runOutage(t throttler) (reach, recoveryMs float64) {
 	return reach, float64(time.Duration(recovered)*outageBucket) / float64(time.Millisecond)
 }
 
-func benchQuota(b *testing.B, mk func(bool) adaptivePacer) {
+func benchQuota(b *testing.B, mk func(pacerConfig) adaptivePacer) {
 	var throttled, doneS, completed float64
 	for range b.N {
 		t, d, c := runQuota(mk)
@@ -473,7 +473,7 @@ func benchQuota(b *testing.B, mk func(bool) adaptivePacer) {
 // its waiting form). It returns the number of 429 answers, the time until
 // every request completed (or the deadline), and the share completed, in
 // percent.
-func runQuota(mk func(failFast bool) adaptivePacer) (throttled int64, elapsed time.Duration, completedPct float64) {
+func runQuota(mk func(pacerConfig) adaptivePacer) (throttled int64, elapsed time.Duration, completedPct float64) {
 	perClient := quotaRequests()
 	quota := rate.NewLimiter(quotaRate, quotaBurst)
 	ctx, cancel := context.WithTimeout(context.Background(), quotaDeadline)
@@ -482,7 +482,7 @@ func runQuota(mk func(failFast bool) adaptivePacer) (throttled int64, elapsed ti
 	var wg sync.WaitGroup
 	start := time.Now()
 	for range quotaClients {
-		p := mk(false)
+		p := mk(pacerConfig{})
 		var claimed atomic.Int64
 		for range quotaGoroutines {
 			wg.Add(1)

@@ -67,6 +67,15 @@ type throttler interface {
 // successes/0.5 executions).
 const throttlerK = 2
 
+// pacerConfig is how an adaptivePacer is made. failFast makes an AWS pacer
+// fail at once instead of waiting when it has no token
+// (AdaptiveModeOptions.FailOnNoAttemptTokens): Allow needs it, Wait needs it
+// off; ours has both methods and ignores it. unlimitedStart starts ours with
+// no limit until the first throttling answer, as AWS's always starts, where
+// a row compares the two before any throttling; without it ours starts at
+// its default rate, as users get it.
+type pacerConfig struct{ failFast, unlimitedStart bool }
+
 // adaptivePacer is a request rate learned from throttling answers: our
 // AdaptiveRate, or the client-side rate limiter of the AWS SDK's
 // retry.AdaptiveMode, whose attempt token's release reports the answer.
@@ -111,13 +120,11 @@ func (throttleError) Error() string     { return "429 Too Many Requests" }
 func (throttleError) ErrorCode() string { return "ThrottlingException" }
 
 // The registries, which ours_adaptive_test.go and theirs_adaptive_test.go
-// fill. failFast makes an AWS pacer fail at once instead of waiting when
-// it has no token (AdaptiveModeOptions.FailOnNoAttemptTokens): Allow needs
-// it, Wait needs it off; ours has both methods and ignores it.
+// fill.
 var (
 	adaptiveLimiterImpls []impl[func(limiterConfig) adaptiveLimiter]
 	throttlerImpls       []impl[func(window time.Duration) throttler]
-	adaptivePacerImpls   []impl[func(failFast bool) adaptivePacer]
+	adaptivePacerImpls   []impl[func(pacerConfig) adaptivePacer]
 )
 
 // twoGoroutines runs body on exactly 2 goroutines with b.RunParallel, the
@@ -237,10 +244,10 @@ func BenchmarkThrottlerDecision(b *testing.B) {
 // so that the rate law runs on every call. refused% is the share of calls
 // refused in state=paced (a refused call costs less).
 func BenchmarkAdaptiveRateAllow(b *testing.B) {
-	forEach(b, adaptivePacerImpls, func(b *testing.B, mk func(bool) adaptivePacer) {
+	forEach(b, adaptivePacerImpls, func(b *testing.B, mk func(pacerConfig) adaptivePacer) {
 		for _, state := range []string{"open", "paced"} {
 			fresh := func() adaptivePacer {
-				p := mk(true)
+				p := mk(pacerConfig{failFast: true, unlimitedStart: true})
 				if state == "paced" {
 					primePacer(p)
 				}
@@ -397,7 +404,7 @@ func TestThrottlersAgree(t *testing.T) {
 func TestAdaptivePacersSlowDown(t *testing.T) {
 	for _, im := range adaptivePacerImpls {
 		t.Run(im.name, func(t *testing.T) {
-			p := im.make(true)
+			p := im.make(pacerConfig{failFast: true, unlimitedStart: true})
 			var a rateAttempt
 			for i := 0; i < 1000; i++ {
 				var ok bool
@@ -417,7 +424,7 @@ func TestAdaptivePacersSlowDown(t *testing.T) {
 	}
 	for _, im := range adaptivePacerImpls {
 		t.Run(im.name+"/wait", func(t *testing.T) {
-			p := im.make(false)
+			p := im.make(pacerConfig{})
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			a, err := p.Wait(ctx)

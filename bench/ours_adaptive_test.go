@@ -23,7 +23,10 @@ func init() {
 		}},
 	)
 	adaptivePacerImpls = append(adaptivePacerImpls,
-		impl[func(bool) adaptivePacer]{"ours", func(bool) adaptivePacer {
+		impl[func(pacerConfig) adaptivePacer]{"ours", func(c pacerConfig) adaptivePacer {
+			if c.unlimitedStart {
+				return oursAdaptivePacer{backoff.NewAdaptiveRate(backoff.WithInitialRate(backoff.InfLimit))}
+			}
 			return oursAdaptivePacer{backoff.NewAdaptiveRate()}
 		}},
 	)

@@ -37,9 +37,10 @@ func init() {
 		}},
 	)
 	adaptivePacerImpls = append(adaptivePacerImpls,
-		impl[func(bool) adaptivePacer]{"aws", func(failFast bool) adaptivePacer {
+		impl[func(pacerConfig) adaptivePacer]{"aws", func(c pacerConfig) adaptivePacer {
+			// AWS's adaptive mode always starts with no limit.
 			return awsAdaptivePacer{awsretry.NewAdaptiveMode(func(o *awsretry.AdaptiveModeOptions) {
-				o.FailOnNoAttemptTokens = failFast
+				o.FailOnNoAttemptTokens = c.failFast
 			})}
 		}},
 	)

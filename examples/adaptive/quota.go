@@ -218,7 +218,7 @@ func (s sharedQuota) report(w io.Writer, f quotaFigures) {
 	fmt.Fprintf(w, "  AdaptiveRate + exponential backoff: %.0f%% fewer 429s than exponential backoff alone (target ≥ 90%%: %s), done in %.2f× the minimum (target ≤ 1.2×: %s).\n",
 		100*f.fewer, verdict(f.fewerOK), f.completion, verdict(f.completionOK))
 	const start = 3 * time.Second
-	fmt.Fprintf(w, "  Of those 429s, %d and %d came in the first %s, while the clients found the quota (an AdaptiveRate has no limit until its first 429); %d and %d after.\n",
+	fmt.Fprintf(w, "  Of those 429s, %d and %d came in the first %s, while the clients found the quota (each AdaptiveRate in its slow start until its first 429); %d and %d after.\n",
 		sum(f.adaptive.throttledPerSec, 0, start), sum(f.backoff.throttledPerSec, 0, start), secs(start),
 		f.adaptive.throttled-sum(f.adaptive.throttledPerSec, 0, start), f.backoff.throttled-sum(f.backoff.throttledPerSec, 0, start))
 }

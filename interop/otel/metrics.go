@@ -232,7 +232,7 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 		metric.WithDescription("Permits of the adaptive limiter held now: calls in flight."))
 	check(err)
 	o.adaptiveRate, err = meter.Float64ObservableGauge(AdaptiveRateName, metric.WithUnit("{request}/s"),
-		metric.WithDescription("The adaptive rate's current rate; backoff.InfLimit until the first throttling answer."))
+		metric.WithDescription("The adaptive rate's current rate, in requests per second; backoff.InfLimit while it has no limit."))
 	check(err)
 	o.throttled, err = meter.Int64ObservableCounter(ThrottlerRejectedName, metric.WithUnit("{request}"),
 		metric.WithDescription("Requests the client-side throttler rejected locally."))

@@ -41,7 +41,7 @@ func NewPacers() *Pacers {
 	return &Pacers{
 		limit:      desc("adaptive_limiter_limit", "The adaptive limiter's current concurrency limit."),
 		inflight:   desc("adaptive_limiter_inflight", "Permits of the adaptive limiter held now: calls in flight."),
-		rate:       desc("adaptive_rate_requests_per_second", "The adaptive rate's current rate; +Inf until the first throttling answer."),
+		rate:       desc("adaptive_rate_requests_per_second", "The adaptive rate's current rate, in requests per second; +Inf while it has no limit."),
 		rejected:   desc("throttler_rejected_total", "Requests the client-side throttler rejected locally."),
 		limiters:   map[string]*backoff.AdaptiveLimiter{},
 		rates:      map[string]*backoff.AdaptiveRate{},

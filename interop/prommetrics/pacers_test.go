@@ -47,9 +47,9 @@ adaptive_limiter_inflight{name="db"} 1
 # HELP adaptive_limiter_limit The adaptive limiter's current concurrency limit.
 # TYPE adaptive_limiter_limit gauge
 adaptive_limiter_limit{name="db"} 8
-# HELP adaptive_rate_requests_per_second The adaptive rate's current rate; +Inf until the first throttling answer.
+# HELP adaptive_rate_requests_per_second The adaptive rate's current rate, in requests per second; +Inf while it has no limit.
 # TYPE adaptive_rate_requests_per_second gauge
-adaptive_rate_requests_per_second{name="api"} +Inf
+adaptive_rate_requests_per_second{name="api"} 5
 `
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want),
 		"adaptive_limiter_inflight", "adaptive_limiter_limit", "adaptive_rate_requests_per_second"))
