@@ -266,7 +266,11 @@ func (r *AdaptiveRate) Succeeded() {
 	}
 	r.measureLocked(now)
 	if r.slowStart {
-		r.setRateLocked(now, r.rate+1)
+		v := r.rate + 1
+		if r.sent > 0 {
+			v = min(v, max(8*r.sent, r.rate))
+		}
+		r.setRateLocked(now, v)
 		return
 	}
 	t := (now - r.cutAt).Seconds() - r.climb

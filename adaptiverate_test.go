@@ -41,6 +41,11 @@ func TestAdaptiveRateStartsSlow(t *testing.T) {
 	assert.InDelta(t, 2.7*backoff.DefaultInitialRate, r.Rate(), backoff.DefaultInitialRate,
 		"the rate grows by about e in a second of successes")
 
+	slow := backoff.NewAdaptiveRate(backoff.WithClock(clk))
+	sendAt(t, slow, clk, 600, time.Second) // one request a second for 10 minutes
+	assert.LessOrEqual(t, slow.Rate(), float64(backoff.DefaultInitialRate),
+		"the rate grows no further than twice the rate requests are sent at")
+
 	unlimited := backoff.NewAdaptiveRate(backoff.WithClock(clk), backoff.WithInitialRate(backoff.InfLimit))
 	for range 1000 {
 		require.True(t, unlimited.Allow())
