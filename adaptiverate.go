@@ -24,7 +24,9 @@ import (
 // The rate starts at [DefaultInitialRate] (or the rate of
 // [WithInitialRate]) and, until the first throttling answer, every success
 // raises it by one request per second: a slow start, as TCP's, that doubles
-// the rate in about a second while the quota lets everything through.
+// the rate in about a second while the quota lets everything through (up to
+// four times the rate requests are actually sent at, so that a client that
+// sends little does not build up a rate it has never tried).
 // Starting without a limit (WithInitialRate(InfLimit), as AWS SDKs' adaptive
 // mode starts) suits a client alone with its quota, but when many clients
 // start together, the few that happen not to be throttled at first keep no
@@ -266,9 +268,12 @@ func (r *AdaptiveRate) Succeeded() {
 	}
 	r.measureLocked(now)
 	if r.slowStart {
+		// Bounded by the rate requests are sent at, as the curve is below,
+		// but by four times it: the measured rate lags a rate that doubles
+		// in a second, and twice it would hold back the start itself.
 		v := r.rate + 1
 		if r.sent > 0 {
-			v = min(v, max(8*r.sent, r.rate))
+			v = min(v, max(4*r.sent, r.rate))
 		}
 		r.setRateLocked(now, v)
 		return
