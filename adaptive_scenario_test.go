@@ -480,13 +480,16 @@ func TestScenarioAdaptiveRateSharedQuota(t *testing.T) {
 // outage describes the outage scenario: Poisson requests at rate per second,
 // each asked of a Throttler(k, window) and, if allowed, sent to a backend
 // that rejects reject of them from outageAt for outageFor, and none
-// otherwise.
+// otherwise. With capacity > 0 the backend instead accepts, during the
+// outage, up to capacity requests per second (a token bucket of a tenth of
+// a second's worth) and rejects the rest.
 type outage struct {
 	seed                uint64
 	rate                float64
 	k                   float64
 	window              time.Duration
 	reject              float64
+	capacity            float64
 	outageAt, outageFor time.Duration
 	end                 time.Duration
 }
@@ -504,6 +507,7 @@ func (s outage) run() outageRun {
 	n := int(s.end/time.Second) + 1
 	out := outageRun{make([]int, n), make([]int, n), make([]int, n)}
 	mean := time.Duration(float64(time.Second) / s.rate)
+	tokens, last := s.capacity/10, time.Duration(0)
 	for at := exponential(rng, mean); at < s.end; at += exponential(rng, mean) {
 		clk.SetTime(scenarioEpoch.Add(at))
 		sec := at / time.Second
@@ -512,7 +516,16 @@ func (s outage) run() outageRun {
 			continue
 		}
 		out.sent[sec]++
-		ok := at < s.outageAt || at >= s.outageAt+s.outageFor || rng.Float64() >= s.reject
+		ok := at < s.outageAt || at >= s.outageAt+s.outageFor
+		if !ok && s.capacity > 0 {
+			tokens = min(tokens+(at-last).Seconds()*s.capacity, s.capacity/10)
+			last = at
+			if ok = tokens >= 1; ok {
+				tokens--
+			}
+		} else if !ok {
+			ok = rng.Float64() >= s.reject
+		}
 		if ok {
 			out.accepted[sec]++
 		}
@@ -535,7 +548,9 @@ func sumOver(counts []int, from, to time.Duration) int {
 // logged but cannot hold: the backend accepts a fifth of what reaches it, so
 // the ratio is 1/(k·0.2) = 2.5 for k = 2 whatever the throttler does, and
 // ≤ 1.1 only for k ≥ 4.6, where it never rejects. What the throttler does
-// bound is requests reaching it ≤ k × accepted + about one per window.
+// bound is requests reaching it ≤ k × accepted + about one per window; the
+// ratio target holds against a backend of reduced capacity
+// (TestScenarioThrottlerOutageOfCapacity).
 func TestScenarioThrottlerOutage(t *testing.T) {
 	for _, window := range []time.Duration{2 * time.Second} {
 		for seed := uint64(1); seed <= 3; seed++ {
@@ -561,6 +576,31 @@ func TestScenarioThrottlerOutage(t *testing.T) {
 			if sent > sumOver(r.requests, from, to)/10 {
 				t.Errorf("window %v seed %d: %d requests reached the backend during the outage, want ≤ a tenth of %d", window, seed, sent, sumOver(r.requests, from, to))
 			}
+		}
+	}
+}
+
+// TestScenarioThrottlerOutageOfCapacity is the outage with a backend that
+// can still serve a fifth of the offered load (20 requests per second of
+// 100) rather than a fifth of whatever it is sent: there the ratio target is
+// meaningful, and the requests reaching the backend settle at k times what
+// it accepts.
+func TestScenarioThrottlerOutageOfCapacity(t *testing.T) {
+	const window = 2 * time.Second
+	for seed := uint64(1); seed <= 3; seed++ {
+		s := outage{seed: seed, rate: 100, k: 2, window: window, capacity: 20,
+			outageAt: 30 * time.Second, outageFor: 60 * time.Second, end: 150 * time.Second}
+		r := s.run()
+		from, to := s.outageAt+2*window, s.outageAt+s.outageFor
+		sent, accepted := sumOver(r.sent, from, to), sumOver(r.accepted, from, to)
+		ratio := float64(sent) / (s.k * float64(accepted))
+		t.Logf("seed %d: from 2 windows into the outage, %d requests reached the backend, %d accepted: %.3f× k×accepted (target ≤ 1.1×)",
+			seed, sent, accepted, ratio)
+		if ratio > 1.1 {
+			t.Errorf("seed %d: %d sent for %d accepted = %.3f× k×accepted, want ≤ 1.1×", seed, sent, accepted, ratio)
+		}
+		if ratio < 0.9 {
+			t.Errorf("seed %d: %.3f× k×accepted: the throttler sends less than the backend could serve", seed, ratio)
 		}
 	}
 }

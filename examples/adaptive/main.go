@@ -15,7 +15,9 @@
 //     the 429s and the time to finish against the quota's minimum.
 //   - outage: a Throttler (k = 2) in front of a backend that rejects 80% of
 //     requests for a minute. It prints the share of requests that still
-//     reach the backend, and how soon full traffic returns.
+//     reach the backend, and how soon full traffic returns; and, against a
+//     backend that serves a fifth of the load for that minute, the requests
+//     that reach it over k times those it accepts.
 //
 // Each figure is printed next to its target, with "met" or "missed".
 //
@@ -74,7 +76,7 @@ var scenarios = []scenario{
 		r := s.run()
 		f := s.figures(r)
 		s.report(w, f)
-		return s.panels(r), []bool{f.backOK}
+		return s.panels(r), []bool{f.backOK, f.capacityOK}
 	}},
 }
 

@@ -56,7 +56,8 @@ func TestProgram(t *testing.T) {
 		"70% fewer 429s than exponential backoff alone (target ≥ 90%: missed)",
 		"220 of 5942 requests = 3.7%",
 		"5s (first second with ≥ 95% of requests sent)",
-		"targets: 6 met, 1 missed",
+		"2057 ÷ (2 × 1014) = 1.014×, from 2 windows in  ≤ 1.1×  met",
+		"targets: 7 met, 1 missed",
 	} {
 		assert.Contains(t, out, figure)
 	}

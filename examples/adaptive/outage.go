@@ -14,12 +14,16 @@ import (
 // outage is the outage scenario: Poisson requests at rate per second, each
 // asked of a Throttler(k, window) and, if allowed, sent to a backend that
 // rejects reject of them from outageAt for outageFor, and none otherwise.
+// With capacity > 0 the backend instead accepts, during the outage, up to
+// capacity requests per second (a token bucket of a tenth of a second's
+// worth) and rejects the rest.
 type outage struct {
 	seed                uint64
 	rate                float64
 	k                   float64
 	window              time.Duration
 	reject              float64
+	capacity            float64
 	outageAt, outageFor time.Duration
 	end                 time.Duration
 }
@@ -46,6 +50,7 @@ func (s outage) run() outageRun {
 	n := int(s.end/time.Second) + 1
 	out := outageRun{make([]int, n), make([]int, n), make([]int, n)}
 	mean := time.Duration(float64(time.Second) / s.rate)
+	tokens, last := s.capacity/10, time.Duration(0)
 	// One request at a time, and nothing else happens: the arrivals are the
 	// events, in order, with no agenda.
 	for at := exponential(rng, mean); at < s.end; at += exponential(rng, mean) {
@@ -56,7 +61,16 @@ func (s outage) run() outageRun {
 			continue
 		}
 		out.sent[sec]++
-		ok := at < s.outageAt || at >= s.outageAt+s.outageFor || rng.Float64() >= s.reject
+		ok := at < s.outageAt || at >= s.outageAt+s.outageFor
+		if !ok && s.capacity > 0 {
+			tokens = min(tokens+(at-last).Seconds()*s.capacity, s.capacity/10)
+			last = at
+			if ok = tokens >= 1; ok {
+				tokens--
+			}
+		} else if !ok {
+			ok = rng.Float64() >= s.reject
+		}
 		if ok {
 			out.accepted[sec]++
 		}
@@ -69,11 +83,18 @@ func (s outage) run() outageRun {
 // requests, those that reached the backend and those it accepted; and how
 // long after the recovery the first second came in which at least 95% of
 // the requests reached it (-1: never). The target is that second within
-// 10 s.
+// 10 s. capacityRatio is, for the same outage against a backend of a fifth
+// of the capacity instead, the requests that reached it from two windows
+// into the outage over k times those it accepted: the target is ≤ 1.1.
 type outageFigures struct {
 	requests, sent, accepted int
 	back                     time.Duration
 	backOK                   bool
+	capacity                 float64
+	capacitySent             int
+	capacityAccepted         int
+	capacityRatio            float64
+	capacityOK               bool
 }
 
 func (s outage) figures(r outageRun) outageFigures {
@@ -86,6 +107,14 @@ func (s outage) figures(r outageRun) outageFigures {
 		}
 	}
 	f.backOK = f.back >= 0 && f.back <= 10*time.Second
+
+	c := s
+	c.capacity = (1 - s.reject) * s.rate
+	cr := c.run()
+	f.capacity = c.capacity
+	f.capacitySent, f.capacityAccepted = sum(cr.sent, from+2*s.window, to), sum(cr.accepted, from+2*s.window, to)
+	f.capacityRatio = float64(f.capacitySent) / (s.k * float64(f.capacityAccepted))
+	f.capacityOK = f.capacityRatio <= 1.1
 	return f
 }
 
@@ -103,7 +132,12 @@ func (s outage) report(w io.Writer, f outageFigures) {
 		back = secs(f.back)
 	}
 	fmt.Fprintf(tw, "  full traffic after the recovery\t%s (first second with ≥ 95%% of requests sent)\t≤ 10s\t%s\n", back, verdict(f.backOK))
+	fmt.Fprintf(tw, "  same outage, backend serving %.0f/s: reached ÷ (k × accepted)\t%d ÷ (%g × %d) = %.3f×, from 2 windows in\t≤ 1.1×\t%s\n",
+		f.capacity, f.capacitySent, s.k, f.capacityAccepted, f.capacityRatio, verdict(f.capacityOK))
 	tw.Flush()
+	fmt.Fprintf(w, "  Against the backend that rejects %.0f%% of what it is sent, reached ÷ (k × accepted) = %.2f×: it accepts a fixed\n"+
+		"  share, so the ratio is at least 1/(k × %.1f) = %.2g whatever the throttler does; against a backend of reduced capacity it settles at 1.\n",
+		100*s.reject, float64(f.sent)/(s.k*float64(f.accepted)), 1-s.reject, 1/(s.k*(1-s.reject)))
 }
 
 // panels draws the requests, those sent and those accepted, per second.
