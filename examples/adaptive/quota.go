@@ -27,8 +27,8 @@ type sharedQuota struct {
 	useHint, adaptive  bool
 }
 
-// defaultSharedQuota is the scenario of the library's own scenario test,
-// with its parameters.
+// defaultSharedQuota is the shared-quota scenario that TestSharedQuotaTargets
+// checks, with seed 1.
 var defaultSharedQuota = sharedQuota{seed: 1, clients: 50, perClient: 100, quota: 100, rtt: 20 * time.Millisecond}
 
 // minimum is the least time the quota lets all the requests through in.
@@ -63,15 +63,14 @@ type quotaClient struct {
 }
 
 // retryAt returns when a client whose rate refused a request at now is
-// worth asking again. The library's own scenario test takes the rate's next
-// slot with an unexported method; this program may only call Allow, so it
-// calls it again at the instants the rate's documentation says a slot comes
-// free: 1/Rate() after the last request allowed, and when the Retry-After
-// has passed, the earlier of the two that is still ahead. The rate does not
-// change while a client waits (it changes only with answers, and a client
-// has none on its way), so this finds the same instants as the test does,
-// and the figures are the test's; a millisecond's poll is the fallback if
-// neither instant is ahead.
+// worth asking again. A discrete-event simulation cannot block in Wait, so
+// it calls Allow again at the instants the rate's documentation says a slot
+// comes free: 1/Rate() after the last request allowed, and when the
+// Retry-After has passed, the earlier of the two that is still ahead. The
+// rate does not change while a client waits (it changes only with answers,
+// and a client has none on its way), so these are the instants at which
+// Wait would return; a millisecond's poll is the fallback if neither
+// instant is ahead.
 func (c *quotaClient) retryAt(now time.Duration) time.Duration {
 	at := time.Duration(math.MaxInt64)
 	for _, free := range [...]time.Duration{c.lastSent + time.Duration(float64(time.Second)/c.rate.Rate()), c.hold} {
