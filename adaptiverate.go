@@ -117,7 +117,7 @@ func WithInitialRate(r float64) Option {
 	if !(r > 0) {
 		badArgument("WithInitialRate", "r must be a positive number of requests per second", r)
 	}
-	return Option{kind: optionInitialRate, n: int64(math.Float64bits(sanitizeLimit(r)))}
+	return floatOption(optionInitialRate, sanitizeLimit(r))
 }
 
 // NewAdaptiveRate returns an [AdaptiveRate] at the rate of [WithInitialRate]

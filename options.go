@@ -195,11 +195,14 @@ func (c *config) apply(opts []Option) {
 	}
 }
 
-// durationOption, countOption and valueOption build the Options that carry
-// a number or a value.
+// durationOption, countOption, floatOption and valueOption build the
+// Options that carry a number or a value.
 func durationOption(k optionKind, d time.Duration) Option { return Option{kind: k, n: int64(d)} }
 func countOption(k optionKind, n int) Option              { return Option{kind: k, n: int64(n)} }
-func valueOption(k optionKind, v any) Option              { return Option{kind: k, v: v} }
+func floatOption(k optionKind, f float64) Option {
+	return Option{kind: k, n: int64(math.Float64bits(f))}
+}
+func valueOption(k optionKind, v any) Option { return Option{kind: k, v: v} }
 
 // nameOption carries a string without the allocation that storing it in an
 // interface would make: its bytes' address, and its length.

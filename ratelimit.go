@@ -94,7 +94,7 @@ type limiterConfig struct {
 // WithRequeueJitter panics if maxFactor is negative, NaN or infinite.
 func WithRequeueJitter(maxFactor float64) Option {
 	mustBeFactor("WithRequeueJitter", "maxFactor", maxFactor)
-	return Option{kind: optionRequeueJitter, n: int64(math.Float64bits(maxFactor))}
+	return floatOption(optionRequeueJitter, maxFactor)
 }
 
 // WithMaxTrackedItems bounds how many items the per-item limiters
