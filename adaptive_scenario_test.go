@@ -350,6 +350,8 @@ func TestScenarioAMinimumLatencyBaselineDrifts(t *testing.T) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		l.probe.active, l.probe.measuring, l.probe.next = false, false, maxDuration // no measurement at a reduced limit
+		l.probeNext.Store(int64(maxDuration))
+		l.syncStateLocked()
 		sum += latency
 		if n++; n < adaptiveWindowSamples {
 			return

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -66,28 +67,72 @@ const (
 // latency is being measured, fewer calls than that are admitted.
 //
 // Time is read from the clock of [WithClock]. Acquiring and ending a permit
-// allocate nothing (a waiting Acquire, nothing in steady state). An
+// allocate nothing (a waiting Acquire, nothing in steady state), and take
+// no lock while no Acquire waits and no measurement runs. An
 // AdaptiveLimiter is safe for concurrent use by multiple goroutines. Its
 // zero value is not usable (its methods panic): use [NewAdaptiveLimiter].
 type AdaptiveLimiter struct {
+	// What a permit's fast path reads and writes, side by side so that a
+	// permit moves one cache line between cores, not several. Acquiring and
+	// ending a permit take no lock while nothing else is going on: no
+	// Acquire waits and no measurement runs (the state's locked bit is then
+	// clear); the lock orders the rest.
+	state     atomic.Uint64 // see stateInflight
+	window    atomic.Uint64 // the window being gathered: see windowCountShift
+	peak      atomic.Int64  // the most calls in flight at once in the window
+	probeNext atomic.Int64  // when the next measurement starts (probe.next)
+
 	clock              clock.WithDelayedExecution
 	epoch              time.Time
 	minLimit, maxLimit int
 	waiters            sync.Pool // of *limiterWaiter
 
 	mu       sync.Mutex
-	limit    float64 // in [minLimit, maxLimit]
-	inflight int
+	limit    float64          // in [minLimit, maxLimit]
 	queue    []*limiterWaiter // Acquires waiting, first at queue[head]
 	head     int
-	// The window being gathered: samples of calls admitted since the last
-	// update, and the most calls in flight at once meanwhile.
-	winSum   time.Duration
-	winCount int
-	winPeak  int
 	noLoad   time.Duration // the no-load latency; 0 until first measured
 	lastDrop time.Duration // when a Drop last cut the limit
 	probe    limiterProbe
+}
+
+// The state word: the calls in flight in its low 32 bits, the number of
+// calls that may be in flight in the next 31, and its top bit set while
+// permits must take the lock (Acquires wait in line, or the no-load latency
+// is being measured). Admitting is a compare-and-swap that adds one while
+// the bit is clear and the count is below the limit; a lock holder changes
+// the limit and the bit with compare-and-swaps that keep the count.
+const (
+	stateInflight   = 1<<32 - 1
+	stateLimitShift = 32
+	stateMaxLimit   = 1<<31 - 1 // a limit above it admits as it does
+	stateLocked     = 1 << 63
+)
+
+func packState(inflight uint64, limit int, locked bool) uint64 {
+	s := inflight&stateInflight | uint64(min(limit, stateMaxLimit))<<stateLimitShift
+	if locked {
+		s |= stateLocked
+	}
+	return s
+}
+
+// The window word: the number of samples in its top 16 bits, the sum of
+// their latencies, in nanoseconds, in the low 48. A sample longer than
+// maxSampleLatency counts as that long, so that a full window's sum (16
+// samples: a window is updated before it takes a 17th) stays far inside 48
+// bits.
+const (
+	windowCountShift = 48
+	windowSumMask    = 1<<windowCountShift - 1
+	maxSampleLatency = 1 << 40 // about 18 minutes
+)
+
+func windowCount(w uint64) int { return int(w >> windowCountShift) }
+
+// windowSample is what a sample of the given latency adds to the window.
+func windowSample(latency time.Duration) uint64 {
+	return 1<<windowCountShift | uint64(min(max(latency, 0), maxSampleLatency))
 }
 
 // limiterProbe is the state of a measurement of the no-load latency.
@@ -170,6 +215,7 @@ func NewAdaptiveLimiter(opts ...Option) *AdaptiveLimiter {
 	l.limit = float64(min(max(initial, lo), hi))
 	l.startProbeLocked()
 	l.probe.limit = int(l.limit) // the first measurement runs at the initial limit
+	l.syncStateLocked()
 	return l
 }
 
@@ -185,23 +231,54 @@ func (l *AdaptiveLimiter) Limit() int {
 }
 
 // Inflight returns the number of permits acquired and not yet ended.
-func (l *AdaptiveLimiter) Inflight() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.inflight
-}
+func (l *AdaptiveLimiter) Inflight() int { return int(l.state.Load() & stateInflight) }
 
 // TryAcquire returns a permit if a call may start now, and false otherwise
 // (also when Acquires are waiting: they come first). It never blocks and
 // allocates nothing.
 func (l *AdaptiveLimiter) TryAcquire() (Permit, bool) {
 	now := l.now()
+	if p, ok, decided := l.admitFast(now); decided {
+		return p, ok
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.head < len(l.queue) {
 		return Permit{}, false
 	}
 	return l.admitLocked(now)
+}
+
+// admitFast admits a call at now without the lock. decided is false when
+// the lock must decide: Acquires wait, a measurement runs or is due.
+func (l *AdaptiveLimiter) admitFast(now time.Duration) (p Permit, ok, decided bool) {
+	if now >= time.Duration(l.probeNext.Load()) {
+		return Permit{}, false, false
+	}
+	for {
+		s := l.state.Load()
+		if s&stateLocked != 0 {
+			return Permit{}, false, false
+		}
+		n := s & stateInflight
+		if n >= s>>stateLimitShift {
+			return Permit{}, false, true
+		}
+		if l.state.CompareAndSwap(s, s+1) {
+			l.notePeak(int64(n + 1))
+			return Permit{l: l, start: now}, true, true
+		}
+	}
+}
+
+// notePeak records n calls in flight in the window's peak.
+func (l *AdaptiveLimiter) notePeak(n int64) {
+	for {
+		peak := l.peak.Load()
+		if n <= peak || l.peak.CompareAndSwap(peak, n) {
+			return
+		}
+	}
 }
 
 // Acquire returns a permit once a call may start, waiting in line behind
@@ -216,6 +293,9 @@ func (l *AdaptiveLimiter) Acquire(ctx context.Context) (Permit, error) {
 		return Permit{}, contextError(ctx)
 	}
 	now := l.now()
+	if p, ok, _ := l.admitFast(now); ok {
+		return p, nil
+	}
 	l.mu.Lock()
 	if l.head == len(l.queue) {
 		if p, ok := l.admitLocked(now); ok {
@@ -228,6 +308,11 @@ func (l *AdaptiveLimiter) Acquire(ctx context.Context) (Permit, error) {
 		w = &limiterWaiter{ready: make(chan struct{}, 1)}
 	}
 	l.queue = append(l.queue, w)
+	// From here on, permits end under the lock and wake the line; one that
+	// ended after the check above and before the state said so left a
+	// slot that only this call can hand out.
+	l.syncStateLocked()
+	l.wakeLocked(now)
 	l.mu.Unlock()
 	select {
 	case <-w.ready:
@@ -238,6 +323,7 @@ func (l *AdaptiveLimiter) Acquire(ctx context.Context) (Permit, error) {
 	}
 	l.mu.Lock()
 	waiting := l.removeWaiterLocked(w)
+	l.syncStateLocked()
 	l.mu.Unlock()
 	if !waiting {
 		// A permit was handed over as ctx ended: give it back.
@@ -282,21 +368,39 @@ func (l *AdaptiveLimiter) admitLimitLocked() int {
 	return int(l.limit)
 }
 
+// syncStateLocked writes the admission limit and the locked bit into the
+// state word, keeping its count of calls in flight.
+func (l *AdaptiveLimiter) syncStateLocked() {
+	limit, locked := l.admitLimitLocked(), l.probe.active || l.head < len(l.queue)
+	for {
+		s := l.state.Load()
+		if l.state.CompareAndSwap(s, packState(s, limit, locked)) {
+			return
+		}
+	}
+}
+
 // admitLocked admits a call at now if there is room.
 func (l *AdaptiveLimiter) admitLocked(now time.Duration) (Permit, bool) {
 	if !l.probe.active && now >= l.probe.next {
 		l.startProbeLocked()
+		l.syncStateLocked()
 	}
-	if l.inflight >= l.admitLimitLocked() {
-		return Permit{}, false
+	for {
+		s := l.state.Load()
+		n := s & stateInflight
+		if n >= uint64(l.admitLimitLocked()) {
+			return Permit{}, false
+		}
+		if l.state.CompareAndSwap(s, s+1) {
+			l.notePeak(int64(n + 1))
+			p := Permit{l: l, start: now}
+			if l.probe.measuring {
+				p.probe = l.probe.seq
+			}
+			return p, true
+		}
 	}
-	l.inflight++
-	l.winPeak = max(l.winPeak, l.inflight)
-	p := Permit{l: l, start: now}
-	if l.probe.measuring {
-		p.probe = l.probe.seq
-	}
-	return p, true
 }
 
 // wakeLocked hands the free slots to waiting Acquires, first come first.
@@ -319,6 +423,7 @@ func (l *AdaptiveLimiter) wakeLocked(now time.Duration) {
 		clear(l.queue[n:])
 		l.queue, l.head = l.queue[:n], 0
 	}
+	l.syncStateLocked()
 }
 
 // The ways a Permit ends.
@@ -328,23 +433,69 @@ const (
 	permitDrop
 )
 
-// end ends the permit p of this limiter at now.
+// end ends the permit p of this limiter at now. A Record or Release of a
+// permit that measures nothing takes no lock while the state's locked bit
+// is clear: nobody waits for its slot and no measurement needs to see it.
 func (l *AdaptiveLimiter) end(p *Permit, how int) {
 	now := l.now()
+	if how != permitDrop && p.probe == 0 {
+		for {
+			s := l.state.Load()
+			if s&stateLocked != 0 || s&stateInflight == 0 {
+				break
+			}
+			if l.state.CompareAndSwap(s, s-1) {
+				if how == permitRecord {
+					l.addSample(now-p.start, now)
+				}
+				return
+			}
+		}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.inflight <= 0 {
-		badUse("Permit", "a permit was ended twice (through a copy)")
+	for {
+		s := l.state.Load()
+		if s&stateInflight == 0 {
+			badUse("Permit", "a permit was ended twice (through a copy)")
+		}
+		if l.state.CompareAndSwap(s, s-1) {
+			break
+		}
 	}
-	l.inflight--
 	switch how {
 	case permitRecord:
 		l.sampleLocked(p, now-p.start, now)
 	case permitDrop:
 		l.dropLocked(now)
 	}
-	if l.probe.active && !l.probe.measuring && l.inflight <= l.probe.limit {
+	if l.probe.active && !l.probe.measuring && l.Inflight() <= l.probe.limit {
 		l.probe.measuring = true
+	}
+	l.wakeLocked(now)
+}
+
+// addSample adds a latency to the window without the lock, unless the
+// window is full: the sample that fills it updates the limit, under the
+// lock, and a sample that finds it full waits for that.
+func (l *AdaptiveLimiter) addSample(latency, now time.Duration) {
+	v := windowSample(latency)
+	added := false
+	for !added {
+		w := l.window.Load()
+		if windowCount(w) >= adaptiveWindowSamples {
+			break
+		}
+		if added = l.window.CompareAndSwap(w, w+v); added && windowCount(w+v) < adaptiveWindowSamples {
+			return
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if added {
+		l.updateLocked()
+	} else {
+		l.addSampleLocked(v)
 	}
 	l.wakeLocked(now)
 }
@@ -362,6 +513,7 @@ func (l *AdaptiveLimiter) sampleLocked(p *Permit, latency, now time.Duration) {
 			l.noLoad = max(l.probe.sum/time.Duration(l.probe.count), 1)
 			l.probe.active, l.probe.measuring = false, false
 			l.probe.next = now + adaptiveProbeEvery
+			l.probeNext.Store(int64(l.probe.next))
 			l.resetWindowLocked()
 		}
 		return
@@ -369,23 +521,55 @@ func (l *AdaptiveLimiter) sampleLocked(p *Permit, latency, now time.Duration) {
 	if p.probe != 0 {
 		return // measured at the reduced limit: not a sample of the limit's latency
 	}
-	l.winSum += latency
-	l.winCount++
-	if l.winCount < adaptiveWindowSamples {
-		return
+	l.addSampleLocked(windowSample(latency))
+}
+
+// addSampleLocked adds the sample v (see windowSample) to the window, and
+// updates the limit once the window is full. A full window that cannot be
+// updated (a measurement began) drops the sample; the measurement's end
+// clears the window.
+func (l *AdaptiveLimiter) addSampleLocked(v uint64) {
+	for {
+		w := l.window.Load()
+		if windowCount(w) >= adaptiveWindowSamples {
+			if !l.updateLocked() {
+				return
+			}
+			continue
+		}
+		if l.window.CompareAndSwap(w, w+v) {
+			if windowCount(w+v) >= adaptiveWindowSamples {
+				l.updateLocked()
+			}
+			return
+		}
 	}
-	mean := l.winSum / time.Duration(l.winCount)
+}
+
+// updateLocked moves the limit by the full window's mean latency, and
+// reports whether it did (not while a measurement runs).
+func (l *AdaptiveLimiter) updateLocked() bool {
+	if l.probe.active {
+		return false
+	}
+	w := l.window.Load()
+	n := windowCount(w)
+	if n < adaptiveWindowSamples {
+		return true // another holder of the lock updated it
+	}
+	mean := time.Duration(w&windowSumMask) / time.Duration(n)
 	// The gradient: when the downstream queues, mean/noLoad is the calls in
 	// flight over the calls it serves at once.
 	scale := min(max(float64(l.noLoad)/float64(max(mean, 1)), adaptiveMaxCut), 1)
 	target := l.limit*scale + math.Sqrt(l.limit)
-	if 2*l.winPeak < int(l.limit) {
+	if 2*l.peak.Load() < int64(l.limit) {
 		// The callers did not use the limit: latency says nothing about a
 		// higher one.
 		target = min(target, l.limit)
 	}
 	l.setLimitLocked(l.limit + adaptiveSmoothing*(target-l.limit))
 	l.resetWindowLocked()
+	return true
 }
 
 // dropLocked cuts the limit for an overload signal, once per no-load
@@ -402,10 +586,14 @@ func (l *AdaptiveLimiter) dropLocked(now time.Duration) {
 
 func (l *AdaptiveLimiter) setLimitLocked(v float64) {
 	l.limit = min(max(v, float64(l.minLimit)), float64(l.maxLimit))
+	l.syncStateLocked()
 }
 
+// resetWindowLocked starts a new window. A sample added without the lock
+// as it starts may be lost: a window is a statistic, not a count.
 func (l *AdaptiveLimiter) resetWindowLocked() {
-	l.winSum, l.winCount, l.winPeak = 0, 0, l.inflight
+	l.window.Store(0)
+	l.peak.Store(int64(l.Inflight()))
 }
 
 // startProbeLocked starts a measurement of the no-load latency at half the
@@ -417,7 +605,7 @@ func (l *AdaptiveLimiter) startProbeLocked() {
 	}
 	l.probe.active = true
 	l.probe.limit = max(int(l.limit)/2, l.minLimit)
-	l.probe.measuring = l.inflight <= l.probe.limit
+	l.probe.measuring = l.Inflight() <= l.probe.limit
 	l.probe.sum, l.probe.count = 0, 0
 }
 
