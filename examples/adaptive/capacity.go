@@ -4,187 +4,50 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"text/tabwriter"
 	"time"
 
 	"github.com/retrykit/backoff"
+	"github.com/retrykit/backoff/internal/sim"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
-// capacityDrop is the capacity-drop scenario: a server with workers workers
-// and lognormal service times, whose workers fall to half at dropAt and come
-// back at restoreAt (never, if 0), with Poisson arrivals at overload times
-// the reduced capacity, admitted by an AdaptiveLimiter's TryAcquire. A
-// refused request is shed; an admitted one queues at the server until a
-// worker is free, and its permit is recorded when it completes.
-type capacityDrop struct {
-	seed              uint64
-	workers           int
-	median            time.Duration // of the service time
-	sigma             float64       // of the service time's logarithm
-	overload          float64
-	dropAt, restoreAt time.Duration
-	end               time.Duration
-}
+// capacityDrop is the capacity-drop scenario (see sim.CapacityDrop), its
+// requests admitted by an AdaptiveLimiter's TryAcquire. A refused request
+// is shed; an admitted one's permit is recorded when it completes.
+type capacityDrop struct{ sim.CapacityDrop }
 
 // defaultCapacityDrop is the scenario of the library's own scenario test,
 // with its parameters.
-var defaultCapacityDrop = capacityDrop{
-	seed: 1, workers: 12, median: 100 * time.Millisecond, sigma: 0.5, overload: 1.5,
-	dropAt: 60 * time.Second, restoreAt: 180 * time.Second, end: 240 * time.Second,
-}
+var defaultCapacityDrop = capacityDrop{sim.DefaultCapacityDrop}
 
 // sustained is s with the capacity never restored, for 10 minutes of
 // overload.
-func (s capacityDrop) sustained() capacityDrop {
-	s.restoreAt, s.end = 0, s.dropAt+10*time.Minute+time.Second
-	return s
-}
-
-// limitEvery is how often a run samples the limit.
-const limitEvery = 100 * time.Millisecond
-
-// capacityRun is what a run of the scenario observed.
-type capacityRun struct {
-	meanService time.Duration
-	// completions[s], offered[s] and shed[s] count the requests served,
-	// arrived and shed in second s; limits[i] is the limit at i·limitEvery.
-	completions, offered, shed []int
-	limits                     []int
-	admitted                   []admission // in order of completion
-}
-
-// admission is a served request: when it was admitted, and its latency
-// from then to its completion.
-type admission struct{ at, latency time.Duration }
-
-// The events of the capacity-drop scenario.
-const (
-	evArrival    = iota
-	evCompletion // id: the request
-	evCapacity   // id: the number of workers from now on
-	evSample
-)
-
-// meanService is the mean of the lognormal service time.
-func (s capacityDrop) meanService() time.Duration {
-	return time.Duration(float64(s.median) * math.Exp(s.sigma*s.sigma/2))
-}
-
-// capacity returns the requests per second that workers serve.
-func (s capacityDrop) capacity(workers int) float64 {
-	return float64(workers) / s.meanService().Seconds()
-}
-
-// noLoadP99 is the p99 latency of a request that does not queue: the p99 of
-// the service time.
-func (s capacityDrop) noLoadP99() time.Duration {
-	return time.Duration(float64(s.median) * math.Exp(s.sigma*2.3263))
-}
+func (s capacityDrop) sustained() capacityDrop { return capacityDrop{s.Sustained()} }
 
 // run simulates s: a FakeClock is set to each event's instant in turn, so
 // the limiter reads the simulated time.
-func (s capacityDrop) run() capacityRun {
-	rng := rand.New(rand.NewPCG(s.seed, 0x5ca1ab1e))
+func (s capacityDrop) run() sim.CapacityRun {
 	clk := testingclock.NewFakeClock(epoch)
-	l := backoff.NewAdaptiveLimiter(backoff.WithClock(clk))
-	mu := math.Log(float64(s.median))
-	service := func() time.Duration { return time.Duration(math.Exp(mu + s.sigma*rng.NormFloat64())) }
-	interArrival := time.Duration(float64(time.Second) / (s.overload * s.capacity(s.workers/2)))
-
-	seconds := int(s.end/time.Second) + 1
-	out := capacityRun{
-		meanService: s.meanService(),
-		completions: make([]int, seconds), offered: make([]int, seconds), shed: make([]int, seconds),
-	}
-	type request struct {
-		arrived time.Duration
-		permit  backoff.Permit
-	}
-	var requests []request
-	var waiting []int // requests queued at the server, first come first
-	workers, busy := s.workers, 0
-	var q agenda
-	serveWaiting := func(now time.Duration) {
-		for busy < workers && len(waiting) > 0 {
-			busy++
-			q.schedule(now+service(), evCompletion, waiting[0])
-			waiting = waiting[1:]
-		}
-	}
-	q.schedule(exponential(rng, interArrival), evArrival, 0)
-	q.schedule(s.dropAt, evCapacity, s.workers/2)
-	if s.restoreAt > 0 {
-		q.schedule(s.restoreAt, evCapacity, s.workers)
-	}
-	q.schedule(0, evSample, 0)
-	for q.Len() > 0 {
-		e := q.next()
-		if e.at > s.end {
-			break
-		}
-		clk.SetTime(epoch.Add(e.at))
-		sec := e.at / time.Second
-		switch e.kind {
-		case evArrival:
-			out.offered[sec]++
-			q.schedule(e.at+exponential(rng, interArrival), evArrival, 0)
-			p, ok := l.TryAcquire()
-			if !ok {
-				out.shed[sec]++
-				continue
-			}
-			requests = append(requests, request{arrived: e.at, permit: p})
-			waiting = append(waiting, len(requests)-1)
-			serveWaiting(e.at)
-		case evCompletion:
-			busy--
-			r := &requests[e.id]
-			r.permit.Record()
-			out.completions[sec]++
-			out.admitted = append(out.admitted, admission{r.arrived, e.at - r.arrived})
-			serveWaiting(e.at)
-		case evCapacity:
-			workers = e.id
-			serveWaiting(e.at)
-		case evSample:
-			out.limits = append(out.limits, l.Limit())
-			q.schedule(e.at+limitEvery, evSample, 0)
-		}
-	}
-	return out
+	return s.Run(clk, &limiterAdmitter{l: backoff.NewAdaptiveLimiter(backoff.WithClock(clk))})
 }
 
-// goodput returns the requests served per second in [from, to).
-func (r capacityRun) goodput(from, to time.Duration) float64 {
-	return perSecond(r.completions, from, to)
+// limiterAdmitter admits the scenario's requests with an AdaptiveLimiter.
+type limiterAdmitter struct {
+	l       *backoff.AdaptiveLimiter
+	permits []backoff.Permit // by request id
 }
 
-// latency returns the p-th percentile latency of the requests admitted in
-// [from, to).
-func (r capacityRun) latency(p float64, from, to time.Duration) time.Duration {
-	var ds []time.Duration
-	for _, a := range r.admitted {
-		if a.at >= from && a.at < to {
-			ds = append(ds, a.latency)
-		}
+func (a *limiterAdmitter) Admit(id int) bool {
+	p, ok := a.l.TryAcquire()
+	if ok {
+		a.permits = append(a.permits, p)
 	}
-	return percentile(ds, p)
+	return ok
 }
 
-// meanLimit returns the mean of the limit's samples in [from, to).
-func (r capacityRun) meanLimit(from, to time.Duration) float64 {
-	total, n := 0, 0
-	for i := from / limitEvery; i < to/limitEvery && int(i) < len(r.limits); i++ {
-		total += r.limits[i]
-		n++
-	}
-	return float64(total) / float64(n)
-}
-
-// limitAt returns the limit sampled at t.
-func (r capacityRun) limitAt(t time.Duration) int { return r.limits[t/limitEvery] }
+func (a *limiterAdmitter) Complete(id int, _ time.Duration) { a.permits[id].Record() }
+func (a *limiterAdmitter) Limit() int                       { return a.l.Limit() }
 
 // capacityFigures are the figures the program prints for the scenario, and
 // the verdicts on its targets.
@@ -217,33 +80,33 @@ type capacityFigures struct {
 
 // figures computes the figures of r, a run of s, and of long, a run of
 // s.sustained().
-func (s capacityDrop) figures(r, long capacityRun) capacityFigures {
-	drop, restore := s.dropAt, s.restoreAt
+func (s capacityDrop) figures(r, long sim.CapacityRun) capacityFigures {
+	drop, restore := s.DropAt, s.RestoreAt
 	f := capacityFigures{
-		capacity: s.capacity(s.workers), reduced: s.capacity(s.workers / 2),
-		offered:            s.overload * s.capacity(s.workers/2),
-		settled:            r.goodput(drop+10*time.Second, restore),
-		noLoadP99:          s.noLoadP99(),
-		p99:                r.latency(0.99, drop+10*time.Second, restore),
-		p99FromDrop:        r.latency(0.99, drop, restore),
-		p99First10:         r.latency(0.99, drop, drop+10*time.Second),
-		limitBefore:        r.meanLimit(drop-10*time.Second, drop),
-		limitAfterDrop:     r.limitAt(drop + 10*time.Second),
-		limitBeforeRestore: r.meanLimit(restore-10*time.Second, restore),
-		limitAfterRestore:  r.limitAt(restore + 15*time.Second),
-		after:              r.goodput(restore+15*time.Second, s.end),
-		offeredAfter:       perSecond(r.offered, restore+15*time.Second, s.end),
+		capacity: s.Capacity(s.Workers), reduced: s.Capacity(s.Workers / 2),
+		offered:            s.Overload * s.Capacity(s.Workers/2),
+		settled:            r.Goodput(drop+10*time.Second, restore),
+		noLoadP99:          s.NoLoadP99(),
+		p99:                r.Latency(0.99, drop+10*time.Second, restore),
+		p99FromDrop:        r.Latency(0.99, drop, restore),
+		p99First10:         r.Latency(0.99, drop, drop+10*time.Second),
+		limitBefore:        r.MeanLimit(drop-10*time.Second, drop),
+		limitAfterDrop:     r.LimitAt(drop + 10*time.Second),
+		limitBeforeRestore: r.MeanLimit(restore-10*time.Second, restore),
+		limitAfterRestore:  r.LimitAt(restore + 15*time.Second),
+		after:              r.Goodput(restore+15*time.Second, s.End),
+		offeredAfter:       sim.PerSecond(r.Offered, restore+15*time.Second, s.End),
 	}
-	f.shedShare = float64(sum(r.shed, 0, s.end)) / float64(sum(r.offered, 0, s.end))
+	f.shedShare = float64(sim.Sum(r.Shed, 0, s.End)) / float64(sim.Sum(r.Offered, 0, s.End))
 	end := drop + 10*time.Minute
-	f.early, f.late = long.limitAt(drop+10*time.Second), long.limitAt(end)
+	f.early, f.late = long.LimitAt(drop+10*time.Second), long.LimitAt(end)
 	// The limit is an integer that moves with every window of samples, so
 	// the target is judged on the means of a minute, as the library's
 	// scenario test judges it.
-	f.earlyMinute = long.meanLimit(drop+10*time.Second, drop+70*time.Second)
-	f.lateMinute = long.meanLimit(end-time.Minute, end)
-	f.sustainedGoodput = long.goodput(drop+10*time.Second, end)
-	f.sustainedP99 = long.latency(0.99, drop+10*time.Second, end)
+	f.earlyMinute = long.MeanLimit(drop+10*time.Second, drop+70*time.Second)
+	f.lateMinute = long.MeanLimit(end-time.Minute, end)
+	f.sustainedGoodput = long.Goodput(drop+10*time.Second, end)
+	f.sustainedP99 = long.Latency(0.99, drop+10*time.Second, end)
 
 	f.goodputOK = f.settled >= 0.95*f.reduced
 	f.p99OK = f.p99 <= 2*f.noLoadP99
@@ -260,9 +123,9 @@ func (s capacityDrop) figures(r, long capacityRun) capacityFigures {
 func (s capacityDrop) report(w io.Writer, f capacityFigures) {
 	fmt.Fprintf(w, "== capacity-drop: an AdaptiveLimiter's TryAcquire in front of a server whose capacity halves for 2 minutes\n")
 	fmt.Fprintf(w, "%d workers, lognormal service times (median %v, σ %.1f, mean %v): capacity %.1f/s; %d workers from %s to %s: %.1f/s.\n",
-		s.workers, s.median, s.sigma, s.meanService().Round(time.Millisecond), f.capacity, s.workers/2, secs(s.dropAt), secs(s.restoreAt), f.reduced)
+		s.Workers, s.Median, s.Sigma, s.MeanService().Round(time.Millisecond), f.capacity, s.Workers/2, secs(s.DropAt), secs(s.RestoreAt), f.reduced)
 	fmt.Fprintf(w, "Poisson arrivals at %.1f/s (%.1f× the reduced capacity); a request the limiter refuses is shed (%.1f%% of all arrivals).\n",
-		f.offered, s.overload, 100*f.shedShare)
+		f.offered, s.Overload, 100*f.shedShare)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  figure\tvalue\ttarget\n")
 	fmt.Fprintf(tw, "  goodput from drop+10s to the restore\t%.1f/s = %.1f%% of the reduced capacity\t≥ 95%%\t%s\n",
@@ -289,47 +152,47 @@ func (s capacityDrop) report(w io.Writer, f capacityFigures) {
 
 // panels draws r: the load and goodput, the limit, and the p99 latency,
 // each per second, over the span of reduced capacity.
-func (s capacityDrop) panels(r capacityRun) []panel {
-	n := int(s.end / time.Second)
+func (s capacityDrop) panels(r sim.CapacityRun) []panel {
+	n := int(s.End / time.Second)
 	capacity, workers := make([]float64, n), make([]float64, n)
 	latencies := make([][]time.Duration, n)
-	for _, a := range r.admitted {
-		if sec := int(a.at / time.Second); sec < n {
-			latencies[sec] = append(latencies[sec], a.latency)
+	for _, a := range r.Admitted {
+		if sec := int(a.At / time.Second); sec < n {
+			latencies[sec] = append(latencies[sec], a.Latency)
 		}
 	}
 	p99 := make([]float64, n)
 	for sec := range n {
 		at := time.Duration(sec) * time.Second
-		workers[sec] = float64(s.workers)
-		if at >= s.dropAt && (s.restoreAt == 0 || at < s.restoreAt) {
+		workers[sec] = float64(s.Workers)
+		if at >= s.DropAt && (s.RestoreAt == 0 || at < s.RestoreAt) {
 			workers[sec] /= 2
 		}
-		capacity[sec] = workers[sec] / s.meanService().Seconds()
+		capacity[sec] = workers[sec] / s.MeanService().Seconds()
 		p99[sec] = math.NaN()
 		if len(latencies[sec]) > 0 {
-			p99[sec] = float64(percentile(latencies[sec], 0.99)) / float64(time.Millisecond)
+			p99[sec] = float64(sim.Percentile(latencies[sec], 0.99)) / float64(time.Millisecond)
 		}
 	}
-	limits := make([]float64, min(len(r.limits), int(s.end/limitEvery)))
+	limits := make([]float64, min(len(r.Limits), int(s.End/sim.LimitEvery)))
 	for i := range limits {
-		limits[i] = float64(r.limits[i])
+		limits[i] = float64(r.Limits[i])
 	}
-	xmax, shade := s.end.Seconds(), [2]float64{s.dropAt.Seconds(), s.restoreAt.Seconds()}
+	xmax, shade := s.End.Seconds(), [2]float64{s.DropAt.Seconds(), s.RestoreAt.Seconds()}
 	const label = "half the workers"
 	return []panel{
 		{title: "capacity drop: requests per second", xmax: xmax, shade: shade, shadeLabel: label, lines: []series{
 			{name: "capacity", color: "#888", dash: "5,3", dt: 1, step: true, ys: capacity},
-			{name: "offered", color: "#e67e22", dt: 1, ys: floats(r.offered[:n])},
-			{name: "goodput (served)", color: "#2471a3", dt: 1, ys: floats(r.completions[:n])},
+			{name: "offered", color: "#e67e22", dt: 1, ys: floats(r.Offered[:n])},
+			{name: "goodput (served)", color: "#2471a3", dt: 1, ys: floats(r.Completions[:n])},
 		}},
 		{title: "capacity drop: AdaptiveLimiter's limit (calls in flight)", xmax: xmax, shade: shade, shadeLabel: label, lines: []series{
 			{name: "workers", color: "#888", dash: "5,3", dt: 1, step: true, ys: workers},
-			{name: "limit (every 100 ms)", color: "#8e44ad", dt: limitEvery.Seconds(), step: true, ys: limits},
+			{name: "limit (every 100 ms)", color: "#8e44ad", dt: sim.LimitEvery.Seconds(), step: true, ys: limits},
 		}},
 		{title: "capacity drop: p99 latency of the requests admitted in each second (ms)", xmax: xmax, shade: shade, shadeLabel: label, lines: []series{
-			{name: "no-load p99", color: "#27ae60", dash: "5,3", dt: 1, step: true, ys: constant(n, float64(s.noLoadP99())/float64(time.Millisecond))},
-			{name: "2× no-load p99 (target)", color: "#c0392b", dash: "2,3", dt: 1, step: true, ys: constant(n, 2*float64(s.noLoadP99())/float64(time.Millisecond))},
+			{name: "no-load p99", color: "#27ae60", dash: "5,3", dt: 1, step: true, ys: constant(n, float64(s.NoLoadP99())/float64(time.Millisecond))},
+			{name: "2× no-load p99 (target)", color: "#c0392b", dash: "2,3", dt: 1, step: true, ys: constant(n, 2*float64(s.NoLoadP99())/float64(time.Millisecond))},
 			{name: "p99 latency", color: "#2471a3", dt: 1, ys: p99},
 		}},
 	}

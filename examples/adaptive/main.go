@@ -47,6 +47,11 @@ import (
 	"time"
 )
 
+// epoch is the instant every simulation starts at. The Throttler seeds its
+// random draws from its clock's time at construction, so a fixed epoch is
+// what makes its decisions repeatable.
+var epoch = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
+
 // A scenario is one simulation the program runs: it prints its figures to
 // w and returns its charts and its verdicts, one per target.
 type scenario struct {
@@ -57,7 +62,7 @@ type scenario struct {
 var scenarios = []scenario{
 	{"capacity-drop", func(seed uint64, w io.Writer) ([]panel, []bool) {
 		s := defaultCapacityDrop
-		s.seed = seed
+		s.Seed = seed
 		r := s.run()
 		f := s.figures(r, s.sustained().run())
 		s.report(w, f)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/retrykit/backoff"
+	"github.com/retrykit/backoff/internal/sim"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -53,7 +54,7 @@ func (s outage) run() outageRun {
 	tokens, last := s.capacity/10, time.Duration(0)
 	// One request at a time, and nothing else happens: the arrivals are the
 	// events, in order, with no agenda.
-	for at := exponential(rng, mean); at < s.end; at += exponential(rng, mean) {
+	for at := sim.Exponential(rng, mean); at < s.end; at += sim.Exponential(rng, mean) {
 		clk.SetTime(epoch.Add(at))
 		sec := at / time.Second
 		out.requests[sec]++
@@ -99,7 +100,7 @@ type outageFigures struct {
 
 func (s outage) figures(r outageRun) outageFigures {
 	from, to := s.outageAt, s.outageAt+s.outageFor
-	f := outageFigures{requests: sum(r.requests, from, to), sent: sum(r.sent, from, to), accepted: sum(r.accepted, from, to), back: -1}
+	f := outageFigures{requests: sim.Sum(r.requests, from, to), sent: sim.Sum(r.sent, from, to), accepted: sim.Sum(r.accepted, from, to), back: -1}
 	for sec := to / time.Second; sec < s.end/time.Second; sec++ {
 		if float64(r.sent[sec]) >= 0.95*float64(r.requests[sec]) {
 			f.back = sec*time.Second + time.Second - to
@@ -112,7 +113,7 @@ func (s outage) figures(r outageRun) outageFigures {
 	c.capacity = (1 - s.reject) * s.rate
 	cr := c.run()
 	f.capacity = c.capacity
-	f.capacitySent, f.capacityAccepted = sum(cr.sent, from+2*s.window, to), sum(cr.accepted, from+2*s.window, to)
+	f.capacitySent, f.capacityAccepted = sim.Sum(cr.sent, from+2*s.window, to), sim.Sum(cr.accepted, from+2*s.window, to)
 	f.capacityRatio = float64(f.capacitySent) / (s.k * float64(f.capacityAccepted))
 	f.capacityOK = f.capacityRatio <= 1.1
 	return f

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/retrykit/backoff"
+	"github.com/retrykit/backoff/internal/sim"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -89,41 +90,41 @@ func (s sharedQuota) run() quotaRun {
 	rng := rand.New(rand.NewPCG(s.seed, 0x9007a))
 	clk := testingclock.NewFakeClock(epoch)
 	clients := make([]quotaClient, s.clients)
-	var q agenda
+	var q sim.Agenda
 	for i := range clients {
 		if s.adaptive {
 			clients[i].rate = backoff.NewAdaptiveRate(backoff.WithClock(clk))
 		}
-		q.schedule(time.Duration(rng.Int64N(int64(10*time.Millisecond))), evReady, i)
+		q.Schedule(time.Duration(rng.Int64N(int64(10*time.Millisecond))), evReady, i)
 	}
 	tokens, last := s.quota, time.Duration(0)
 	var out quotaRun
 	finished := 0
 	for q.Len() > 0 && finished < s.clients {
-		e := q.next()
-		clk.SetTime(epoch.Add(e.at))
-		sec := int(e.at / time.Second)
-		c := &clients[e.id]
-		switch e.kind {
+		e := q.Next()
+		clk.SetTime(epoch.Add(e.At))
+		sec := int(e.At / time.Second)
+		c := &clients[e.ID]
+		switch e.Kind {
 		case evReady:
 			if c.rate != nil {
 				if !c.rate.Allow() {
-					q.schedule(c.retryAt(e.at), evReady, e.id)
+					q.Schedule(c.retryAt(e.At), evReady, e.ID)
 					continue
 				}
-				c.lastSent = e.at
+				c.lastSent = e.At
 			}
-			q.schedule(e.at, evSend, e.id)
+			q.Schedule(e.At, evSend, e.ID)
 		case evSend:
 			out.sent++
-			count(&out.sentPerSec, sec)
-			tokens = min(tokens+(e.at-last).Seconds()*s.quota, s.quota)
-			last = e.at
+			sim.Count(&out.sentPerSec, sec)
+			tokens = min(tokens+(e.At-last).Seconds()*s.quota, s.quota)
+			last = e.At
 			c.accepted = tokens >= 1
 			if c.accepted {
 				tokens--
 			}
-			q.schedule(e.at+s.rtt, evAnswer, e.id)
+			q.Schedule(e.At+s.rtt, evAnswer, e.ID)
 		case evAnswer:
 			if c.accepted {
 				if c.rate != nil {
@@ -133,21 +134,21 @@ func (s sharedQuota) run() quotaRun {
 				c.attempt = 0
 				if c.done == s.perClient {
 					finished++
-					out.completion = e.at
+					out.completion = e.At
 					continue
 				}
-				q.schedule(e.at, evReady, e.id)
+				q.Schedule(e.At, evReady, e.ID)
 				continue
 			}
 			out.throttled++
-			count(&out.throttledPerSec, sec)
+			sim.Count(&out.throttledPerSec, sec)
 			// Retry-After: the time until the bucket has a token, in whole
 			// seconds, as HTTP sends it.
 			hint := time.Duration(math.Ceil(max(1-tokens, 0)/s.quota)) * time.Second
 			hint = max(hint, time.Second)
 			if c.rate != nil {
 				c.rate.Throttled(hint)
-				c.hold = max(c.hold, e.at+hint)
+				c.hold = max(c.hold, e.At+hint)
 			}
 			wait := min(100*time.Millisecond<<min(c.attempt, 10), 10*time.Second)
 			wait += time.Duration(rng.Float64() * 0.5 * float64(wait))
@@ -155,18 +156,10 @@ func (s sharedQuota) run() quotaRun {
 				wait = hint
 			}
 			c.attempt++
-			q.schedule(e.at+wait, evReady, e.id)
+			q.Schedule(e.At+wait, evReady, e.ID)
 		}
 	}
 	return out
-}
-
-// count adds one to (*counts)[i], growing the slice as needed.
-func count(counts *[]int, i int) {
-	for len(*counts) <= i {
-		*counts = append(*counts, 0)
-	}
-	(*counts)[i]++
 }
 
 // quotaFigures are the four runs the program prints, and the verdicts on
@@ -218,8 +211,8 @@ func (s sharedQuota) report(w io.Writer, f quotaFigures) {
 		100*f.fewer, verdict(f.fewerOK), f.completion, verdict(f.completionOK))
 	const start = 3 * time.Second
 	fmt.Fprintf(w, "  Of those 429s, %d and %d came in the first %s, while the clients found the quota (each AdaptiveRate in its slow start until its first 429); %d and %d after.\n",
-		sum(f.adaptive.throttledPerSec, 0, start), sum(f.backoff.throttledPerSec, 0, start), secs(start),
-		f.adaptive.throttled-sum(f.adaptive.throttledPerSec, 0, start), f.backoff.throttled-sum(f.backoff.throttledPerSec, 0, start))
+		sim.Sum(f.adaptive.throttledPerSec, 0, start), sim.Sum(f.backoff.throttledPerSec, 0, start), secs(start),
+		f.adaptive.throttled-sim.Sum(f.adaptive.throttledPerSec, 0, start), f.backoff.throttled-sim.Sum(f.backoff.throttledPerSec, 0, start))
 }
 
 // panels draws the requests sent and the 429s per second, with exponential
