@@ -54,9 +54,15 @@ import (
 // so that an idle client does not build up a rate it has never tried, and
 // never falls below one request every 10 s.
 //
-// A throttling answer that comes within one request interval (at the new
-// rate) of the last cut does not cut again: it answers a request sent
-// before that cut. A positive Retry-After is honoured whatever the rate: no
+// A throttling answer to a request sent before the last cut does not cut
+// again: the cut has answered it. With many requests in flight (2,000 a
+// second at a 200 ms round trip is 400) every one of them meets the quota
+// at once, and cutting for each would leave almost nothing of the rate. An
+// answer counts as such while the answers to the requests in flight at
+// the cut are still coming in (at most a second of sending: a request that
+// never gets an answer reported would otherwise keep the count up), during
+// the Retry-After hold that the cut began, and within one request interval
+// of the cut. A positive Retry-After is honoured whatever the rate: no
 // request is allowed before it has passed.
 //
 // Requests are spaced 1/rate apart, with no burst. Time is read from the
@@ -91,6 +97,13 @@ type AdaptiveRate struct {
 	// succeeded counts from the later of it and the last cut, so that idle
 	// time does not water down the estimate of the client's share.
 	countedFrom time.Duration
+	// Answers to requests sent before the last cut do not cut again (see
+	// staleLocked): the requests given a slot and the answers reported,
+	// ever; the answers still to come from the requests in flight at the
+	// cut; and the end of the Retry-After hold the cut began.
+	sentTotal, answered uint64
+	staleLeft           uint64
+	cutHold             time.Duration
 }
 
 // DefaultInitialRate is the rate, in requests per second, that an
@@ -181,6 +194,7 @@ func (r *AdaptiveRate) Wait(ctx context.Context) error {
 	if r.next == next {
 		r.next = at // nobody has been given the slot after ours: free it
 	}
+	r.sentTotal-- // the request is not sent
 	r.mu.Unlock()
 	return contextError(ctx)
 }
@@ -197,6 +211,7 @@ func (r *AdaptiveRate) takeLocked(now time.Duration) time.Duration {
 		r.next = addInstant(at, time.Duration(float64(time.Second)/r.rate))
 	}
 	r.countSentLocked(at)
+	r.sentTotal++
 	return at
 }
 
@@ -225,10 +240,11 @@ func (r *AdaptiveRate) Throttled(retryAfter time.Duration) {
 	now := r.now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	stale := r.staleLocked(now)
 	if retryAfter > 0 {
 		r.hold = max(r.hold, addInstant(now, retryAfter))
 	}
-	if r.rate != InfLimit && r.cutAt != 0 && now-r.cutAt < time.Duration(float64(time.Second)/r.rate) {
+	if stale {
 		return
 	}
 	r.measureLocked(now)
@@ -253,8 +269,30 @@ func (r *AdaptiveRate) Throttled(retryAfter time.Duration) {
 	base = max(base, rateMin)
 	r.ceiling = base
 	r.cutAt = max(now, 1)
+	r.cutHold = r.hold
+	// The requests in flight now were sent at the rate that met the quota:
+	// their throttling answers say nothing new. Requests given a slot and
+	// never answered (an error that is no answer) would keep the count up
+	// for ever, so it is capped at a second of sending.
+	r.staleLeft = min(r.sentTotal-min(r.answered, r.sentTotal), uint64(math.Ceil(r.sent))+1)
 	r.climb = math.Cbrt((ratePlateau - rateBeta) / rateCubicScale) // 0.72 s
 	r.setRateLocked(now, base*rateBeta)
+}
+
+// staleLocked counts an answer at now and reports whether it may answer a
+// request sent before the last cut: it comes within one request interval
+// of the cut, during the Retry-After hold that the cut began (nothing is
+// sent then), or while the answers to the requests in flight at the cut
+// are still coming in. A throttling answer to such a request does not cut
+// again: the cut has answered it already.
+func (r *AdaptiveRate) staleLocked(now time.Duration) bool {
+	r.answered++
+	stale := r.staleLeft > 0 || now < r.cutHold ||
+		r.cutAt != 0 && r.rate != InfLimit && now-r.cutAt < time.Duration(float64(time.Second)/r.rate)
+	if r.staleLeft > 0 {
+		r.staleLeft--
+	}
+	return stale
 }
 
 // Succeeded reports an answer that was not throttling: the rate grows.
@@ -262,6 +300,7 @@ func (r *AdaptiveRate) Succeeded() {
 	now := r.now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.staleLocked(now)
 	r.succeeded++
 	if r.rate == InfLimit {
 		return

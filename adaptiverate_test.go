@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/retrykit/backoff"
+	"github.com/retrykit/backoff/internal/sim"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	testingclock "k8s.io/utils/clock/testing"
@@ -218,5 +219,92 @@ func TestAdaptiveRateIdleTimeDoesNotWaterDownTheShare(t *testing.T) {
 		}
 		r.Throttled(time.Second)
 		assert.InDelta(t, 0.8*500/11.0, r.Rate(), 1, "after %v idle", idle)
+	}
+}
+
+// aloneWithQuota runs one client alone with a quota of quota requests per
+// second (a token bucket holding a second's worth) for 2 minutes, on a
+// fake clock: the client sends whenever its AdaptiveRate allows, as many
+// requests in flight as that makes, each answered rtt later, a 429 with a
+// Retry-After in whole seconds if hint is set and with none otherwise. It
+// returns the requests accepted per second from 30 s on, as a share of the
+// quota.
+func aloneWithQuota(quota float64, rtt time.Duration, hint bool) float64 {
+	const from, to = 30 * time.Second, 120 * time.Second
+	const evTry, evAnswer = 0, 1
+	clk := testingclock.NewFakeClock(epoch)
+	r := backoff.NewAdaptiveRate(backoff.WithClock(clk))
+	var q sim.Agenda
+	tokens, filled := quota, time.Duration(0)
+	var accepted []bool // by request
+	var lastSent, hold time.Duration
+	good := 0
+	q.Schedule(0, evTry, 0)
+	for q.Len() > 0 {
+		e := q.Next()
+		if e.At > to {
+			break
+		}
+		clk.SetTime(epoch.Add(e.At))
+		switch e.Kind {
+		case evTry:
+			if r.Allow() {
+				lastSent = e.At
+				tokens, filled = min(tokens+(e.At-filled).Seconds()*quota, quota), e.At
+				accepted = append(accepted, tokens >= 1)
+				if tokens >= 1 {
+					tokens--
+				}
+				q.Schedule(e.At+rtt, evAnswer, len(accepted)-1)
+			}
+			// The next try: when the rate frees the next slot or the hold
+			// ends, whichever is ahead; a short poll if neither is.
+			next := e.At + 50*time.Microsecond
+			for _, free := range [...]time.Duration{lastSent + time.Duration(float64(time.Second)/r.Rate()), hold} {
+				if free > e.At && (next == e.At+50*time.Microsecond || free < next) {
+					next = free
+				}
+			}
+			q.Schedule(next, evTry, 0)
+		case evAnswer:
+			if accepted[e.ID] {
+				r.Succeeded()
+				if e.At >= from {
+					good++
+				}
+				continue
+			}
+			var retryAfter time.Duration
+			if hint {
+				retryAfter = max(time.Duration(math.Ceil(max(1-tokens, 0)/quota))*time.Second, time.Second)
+				hold = max(hold, e.At+retryAfter)
+			}
+			r.Throttled(retryAfter)
+		}
+	}
+	return float64(good) / (to - from).Seconds() / quota
+}
+
+// TestAdaptiveRateAloneUsesItsQuota: a client alone with its quota uses
+// most of it, from 2 to 2,000 requests per second and with 20 or 200 ms
+// round trips, that is with up to 400 requests in flight when the quota
+// first answers 429: those answers come after the cut that the first of
+// them made and must not cut again (each would take another fifth off the
+// rate). A Retry-After holds the client for a whole second at each probe
+// past the quota, which at 2 requests per second is a fair share of the
+// time.
+func TestAdaptiveRateAloneUsesItsQuota(t *testing.T) {
+	for _, quota := range []float64{2, 100, 2000} {
+		for _, rtt := range []time.Duration{20 * time.Millisecond, 200 * time.Millisecond} {
+			for _, hint := range []bool{false, true} {
+				share := aloneWithQuota(quota, rtt, hint)
+				t.Logf("quota %v/s, round trip %v, Retry-After %v: %.0f%% of the quota", quota, rtt, hint, 100*share)
+				want := 0.85
+				if hint && quota < 10 {
+					want = 0.7
+				}
+				assert.GreaterOrEqual(t, share, want, "quota %v/s, round trip %v, Retry-After %v", quota, rtt, hint)
+			}
+		}
 	}
 }
