@@ -109,10 +109,15 @@ func RunWorkers[T comparable](ctx context.Context, q *RateLimitingQueue[T], work
 	}
 	select {
 	case <-ctx.Done():
-		q.ShutDown()
-		<-p.allDone
 	case <-p.allDone:
 	}
+	// ctx may have ended with the workers already gone (they saw it first,
+	// before this goroutine came to the select, which then picks either
+	// case): q is shut down either way.
+	if ctx.Err() != nil {
+		q.ShutDown()
+	}
+	<-p.allDone
 }
 
 // workerPool is the state that the workers of one RunWorkers call share.

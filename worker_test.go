@@ -187,6 +187,25 @@ func TestRunWorkersStopsOnCancelLeavingQueuedItems(t *testing.T) {
 	assert.NotContains(t, logs.String(), "item=a", "an error caused by the cancellation is not logged")
 }
 
+// TestRunWorkersWithCtxAlreadyDone: RunWorkers hands out nothing, leaves
+// the queued items in the queue and shuts it down, however its workers and
+// its own wait for ctx interleave.
+func TestRunWorkersWithCtxAlreadyDone(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 30 {
+		q := backoff.NewRateLimitingQueue[int](newQLimiter[int](func(int) time.Duration { return 0 }),
+			backoff.WithClock(newQueueClock()))
+		q.Add(1)
+		backoff.RunWorkers(ctx, q, 2, func(context.Context, int) (backoff.Result, error) {
+			t.Error("an item was handed out after ctx ended")
+			return backoff.Result{}, nil
+		})
+		require.True(t, q.ShuttingDown(), "RunWorkers shuts the queue down when ctx has ended")
+		assert.Equal(t, 1, q.Len(), "the queued item stays")
+	}
+}
+
 func TestRunWorkersReturnsWhenQueueShutsDown(t *testing.T) {
 	q := backoff.NewRateLimitingQueue[int](newQLimiter[int](func(int) time.Duration { return 0 }),
 		backoff.WithClock(newQueueClock()))
