@@ -105,10 +105,12 @@ type AdaptiveLimiter struct {
 const (
 	stateInflight   = 1<<32 - 1
 	stateLimitShift = 32
-	stateMaxLimit   = 1<<31 - 1 // a limit above it admits as it does
+	stateMaxLimit   = 1<<31 - 1 // a higher limit is stored as this one: no caller gets near either
 	stateLocked     = 1 << 63
 )
 
+// packState returns the state word with the calls in flight of inflight's
+// low 32 bits, the limit and the locked bit.
 func packState(inflight uint64, limit int, locked bool) uint64 {
 	s := inflight&stateInflight | uint64(min(limit, stateMaxLimit))<<stateLimitShift
 	if locked {
@@ -630,7 +632,8 @@ type Permit struct {
 }
 
 // Record ends the permit of a call that succeeded: its latency, from the
-// permit's grant to now, is a sample of the downstream's latency.
+// permit's grant to now, is a sample of the downstream's latency (one of
+// over 2⁴⁰ ns, about 18 minutes, counts as that long).
 func (p *Permit) Record() { p.finish(permitRecord) }
 
 // Drop ends the permit of a call that met an overload signal (a 429 or 503
