@@ -136,6 +136,45 @@ func TestAdaptiveLimiterFollowsTheDownstreamsCapacity(t *testing.T) {
 	assert.GreaterOrEqual(t, l.Limit(), 40, "and comes back up with the capacity")
 }
 
+// TestAdaptiveLimiterAfterItsFirstMeasurement: once the first measurement
+// of the no-load latency is over, permits are admitted and ended without
+// the lock. The limit holds there, a limit the callers fill grows, and the
+// next measurement starts at the very instant it is due, at half the limit.
+func TestAdaptiveLimiterAfterItsFirstMeasurement(t *testing.T) {
+	clk := testingclock.NewFakeClock(epoch)
+	l := backoff.NewAdaptiveLimiter(backoff.WithClock(clk), backoff.WithInitialLimit(2))
+	waves(l, clk, 32, 1, 1000, 10*time.Millisecond) // the first measurement: 32 calls, one at a time
+	measured := clk.Now()
+	ps := takeAll(l)
+	assert.Len(t, ps, 2, "the limit holds without the lock")
+	for i := range ps {
+		ps[i].Release()
+	}
+	// Callers fill the limit at the no-load latency, in waves of 2 calls:
+	// every window of 16 samples ends with a wave, so the calls in flight
+	// at once come only from what admitting them recorded.
+	waves(l, clk, 60, 2, 1000, 10*time.Millisecond)
+	grown := l.Limit()
+	assert.Greater(t, grown, 2, "a limit the callers fill grows")
+	clk.SetTime(measured.Add(30 * time.Second))
+	assert.Len(t, takeAll(l), grown/2, "the next measurement starts when due, at half the limit")
+}
+
+// TestAdaptiveLimiterIgnoresAMeasuringPermitEndedLate: a permit admitted
+// during a measurement of the no-load latency and ended after it is not a
+// sample of the limit's latency, even on the path that takes no lock.
+func TestAdaptiveLimiterIgnoresAMeasuringPermitEndedLate(t *testing.T) {
+	clk := testingclock.NewFakeClock(epoch)
+	l := backoff.NewAdaptiveLimiter(backoff.WithClock(clk), backoff.WithInitialLimit(16))
+	late, ok := l.TryAcquire() // part of the first measurement
+	require.True(t, ok)
+	waves(l, clk, 32, 1, 1000, 10*time.Millisecond) // the measurement ends without it
+	clk.Step(10 * time.Second)
+	late.Record()
+	waves(l, clk, 16, 1, 1000, 10*time.Millisecond) // a window of samples at the no-load latency
+	assert.Equal(t, 16, l.Limit(), "the late permit's 10 s is not in the window (it would cut the limit)")
+}
+
 func TestAdaptiveLimiterDoesNotGrowUnused(t *testing.T) {
 	clk := testingclock.NewFakeClock(epoch)
 	l := backoff.NewAdaptiveLimiter(backoff.WithClock(clk), backoff.WithInitialLimit(20))

@@ -497,3 +497,72 @@ func TestSynctestAdaptivePacers(t *testing.T) {
 		assert.Zero(t, limiter.Inflight())
 	})
 }
+
+// TestSynctestAdaptiveLimiterWaiterTakesTheFreedSlot: after the first
+// measurement of the no-load latency, when permits are ended without the
+// lock while nobody waits, an Acquire that waits in line still takes the
+// slot the next permit frees, and TryAcquire does not take it first.
+func TestSynctestAdaptiveLimiterWaiterTakesTheFreedSlot(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		l := backoff.NewAdaptiveLimiter(backoff.WithInitialLimit(2))
+		for range 32 { // the first measurement, one call at a time
+			p, ok := l.TryAcquire()
+			require.True(t, ok)
+			time.Sleep(10 * time.Millisecond)
+			p.Record()
+		}
+		first, ok1 := l.TryAcquire()
+		second, ok2 := l.TryAcquire()
+		require.True(t, ok1 && ok2)
+		got := make(chan backoff.Permit)
+		go func() {
+			p, err := l.Acquire(context.Background())
+			assert.NoError(t, err)
+			got <- p
+		}()
+		synctest.Wait() // the Acquire waits in line
+		first.Record()
+		_, ok := l.TryAcquire()
+		assert.False(t, ok, "the freed slot went to the waiting Acquire")
+		p := <-got
+		assert.Equal(t, 2, l.Inflight())
+		p.Release()
+		second.Release()
+		assert.Zero(t, l.Inflight())
+	})
+}
+
+// TestSynctestAdaptiveLimiterLearnsWhileAcquiresWait: with more callers than
+// the limit, Acquires wait in line and every permit ends under the lock;
+// the limit still learns from those samples. The downstream serves 4 calls
+// at once in 10 ms, and the limit starts at 4 (the no-load latency is
+// measured there): callers fill it, so it grows, until the queueing that
+// more calls in flight cause holds it (near 6.6, where the gradient's
+// 4/limit times the limit plus its square root is the limit).
+func TestSynctestAdaptiveLimiterLearnsWhileAcquiresWait(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		l := backoff.NewAdaptiveLimiter(backoff.WithInitialLimit(4))
+		var inflight atomic.Int64
+		var wg sync.WaitGroup
+		for range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 40 {
+					p, err := l.Acquire(context.Background())
+					if !assert.NoError(t, err) {
+						return
+					}
+					n := inflight.Add(1)
+					time.Sleep(10 * time.Millisecond * time.Duration(max(n, 4)) / 4)
+					inflight.Add(-1)
+					p.Record()
+				}
+			}()
+		}
+		wg.Wait()
+		assert.GreaterOrEqual(t, l.Limit(), 5, "the callers filled the limit at the no-load latency: it grew")
+		assert.LessOrEqual(t, l.Limit(), 8, "the queueing beyond 4 calls held it")
+		assert.Zero(t, l.Inflight())
+	})
+}
