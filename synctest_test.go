@@ -566,3 +566,29 @@ func TestSynctestAdaptiveLimiterLearnsWhileAcquiresWait(t *testing.T) {
 		assert.Zero(t, l.Inflight())
 	})
 }
+
+// TestSynctestAdaptiveLimiterGrowsFromOne: at a limit of 1 with a second
+// caller always waiting, every permit is handed over under the lock, and
+// the one call in flight fills the limit: it grows.
+func TestSynctestAdaptiveLimiterGrowsFromOne(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		l := backoff.NewAdaptiveLimiter(backoff.WithInitialLimit(1))
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 100 {
+					p, err := l.Acquire(context.Background())
+					if !assert.NoError(t, err) {
+						return
+					}
+					time.Sleep(10 * time.Millisecond) // the downstream does not queue
+					p.Record()
+				}
+			}()
+		}
+		wg.Wait()
+		assert.GreaterOrEqual(t, l.Limit(), 2)
+	})
+}
