@@ -74,6 +74,35 @@ func TestAdaptiveRateCutsToTheRateThatMetTheQuota(t *testing.T) {
 	assert.True(t, r.Allow())
 }
 
+// TestAdaptiveRateCutsAgainForRequestsSentAfterTheCut: a throttling answer
+// to a request sent after the last cut cuts again. With nothing in flight
+// at the cut, that is any answer from one request interval after it, and
+// none before; a Wait that its ctx ended sent no request.
+func TestAdaptiveRateCutsAgainForRequestsSentAfterTheCut(t *testing.T) {
+	clk := &armingClock{testingclock.NewFakeClock(epoch), make(chan time.Duration)}
+	r := backoff.NewAdaptiveRate(backoff.WithClock(clk))
+	sendAt(t, r, clk.FakeClock, 10, time.Second) // 1 per second, each answered at once
+	require.True(t, r.Allow())
+	for range 3 { // Waits for the next slot that end with their ctx
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- r.Wait(ctx) }()
+		waitFor(t, "Wait's timer", clk.armed, clk)
+		cancel()
+		require.ErrorIs(t, waitFor(t, "Wait to return", done, clk), context.Canceled)
+	}
+	r.Succeeded() // the one request sent is answered: nothing is in flight
+	r.Throttled(0)
+	cut := r.Rate()
+	interval := time.Duration(float64(time.Second) / cut)
+	clk.Step(interval - 1)
+	r.Throttled(0)
+	assert.Equal(t, cut, r.Rate(), "within one interval of the cut: an answer to a request sent before it")
+	clk.Step(1)
+	r.Throttled(0)
+	assert.Less(t, r.Rate(), cut, "one interval after a cut with nothing in flight: a request sent after it")
+}
+
 func TestAdaptiveRateHonoursRetryAfter(t *testing.T) {
 	clk := testingclock.NewFakeClock(epoch)
 	r := backoff.NewAdaptiveRate(backoff.WithClock(clk), backoff.WithInitialRate(backoff.InfLimit))
@@ -94,6 +123,10 @@ func TestAdaptiveRateClimbsBackAndProbesSlowly(t *testing.T) {
 	sendAt(t, r, clk, 200, 10*time.Millisecond) // 100 per second for 2 s
 	r.Throttled(0)
 	ceiling := r.Rate() / 0.8
+	clk.Step(time.Duration(float64(time.Second) / r.Rate()))
+	require.True(t, r.Allow())
+	r.Succeeded()
+	assert.InDelta(t, 0.8*ceiling, r.Rate(), 0.02*ceiling, "the curve starts at the cut")
 	rates := map[int]float64{}
 	for i := range 1300 { // 13 s, asking far more than the rate allows
 		if r.Allow() {
