@@ -592,3 +592,48 @@ func TestSynctestAdaptiveLimiterGrowsFromOne(t *testing.T) {
 		assert.GreaterOrEqual(t, l.Limit(), 2)
 	})
 }
+
+// TestSynctestAdaptiveLimiterUpdatesOnTheSixteenthSampleUnderTheLock: with
+// an Acquire waiting, each permit ends under the lock, and the sample that
+// fills a window of 16 moves the limit at once. The 16 permits held since
+// the measurement ended are recorded 10 ms apart, so the window's mean
+// latency is 8.5 times the no-load one: the limit falls from 16 to 15.
+func TestSynctestAdaptiveLimiterUpdatesOnTheSixteenthSampleUnderTheLock(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		l := backoff.NewAdaptiveLimiter(backoff.WithInitialLimit(16))
+		for range 32 { // the first measurement, one call at a time
+			p, ok := l.TryAcquire()
+			require.True(t, ok)
+			time.Sleep(10 * time.Millisecond)
+			p.Record()
+		}
+		var held []backoff.Permit
+		for range 16 {
+			p, ok := l.TryAcquire()
+			require.True(t, ok)
+			held = append(held, p)
+		}
+		for i := range 16 {
+			got := make(chan backoff.Permit)
+			go func() {
+				p, err := l.Acquire(context.Background())
+				assert.NoError(t, err)
+				got <- p
+			}()
+			synctest.Wait() // the Acquire waits in line
+			time.Sleep(10 * time.Millisecond)
+			require.Equal(t, 16, l.Limit(), "no update before the window is full (sample %d)", i+1)
+			held[i].Record()
+			if i == 15 {
+				assert.Equal(t, 15, l.Limit(), "the 16th sample updated the limit")
+				assert.Equal(t, 15, l.Inflight(), "the waiting Acquire stays in line at the lower limit")
+				held[i+1].Release() // 14 in flight: its turn
+			}
+			held = append(held, <-got)
+		}
+		for i := 17; i < len(held); i++ {
+			held[i].Release()
+		}
+		assert.Zero(t, l.Inflight())
+	})
+}
