@@ -498,29 +498,69 @@ func TestSynctestAdaptivePacers(t *testing.T) {
 	})
 }
 
+// measuredLimiter returns an AdaptiveLimiter that starts at limit and has
+// finished its first measurement of the no-load latency (32 calls of 10 ms,
+// one at a time), so that its permits take no lock while nobody waits. Call
+// it inside a bubble.
+func measuredLimiter(t *testing.T, limit int) *backoff.AdaptiveLimiter {
+	l := backoff.NewAdaptiveLimiter(backoff.WithInitialLimit(limit))
+	for range 32 {
+		p, ok := l.TryAcquire()
+		require.True(t, ok)
+		time.Sleep(10 * time.Millisecond)
+		p.Record()
+	}
+	return l
+}
+
+// acquireInLine starts an Acquire on l, returns once it waits in line, and
+// returns the channel that its permit comes on. Call it inside a bubble.
+func acquireInLine(t *testing.T, l *backoff.AdaptiveLimiter) <-chan backoff.Permit {
+	got := make(chan backoff.Permit)
+	go func() {
+		p, err := l.Acquire(context.Background())
+		assert.NoError(t, err)
+		got <- p
+	}()
+	synctest.Wait()
+	return got
+}
+
+// callers runs n goroutines that each make calls calls through l (Acquire,
+// a latency that latency gives for the calls in flight, Record), and waits
+// for them. Call it inside a bubble.
+func callers(t *testing.T, l *backoff.AdaptiveLimiter, n, calls int, latency func(inflight int64) time.Duration) {
+	var inflight atomic.Int64
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range calls {
+				p, err := l.Acquire(context.Background())
+				if !assert.NoError(t, err) {
+					return
+				}
+				time.Sleep(latency(inflight.Add(1)))
+				inflight.Add(-1)
+				p.Record()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
 // TestSynctestAdaptiveLimiterWaiterTakesTheFreedSlot: after the first
 // measurement of the no-load latency, when permits are ended without the
 // lock while nobody waits, an Acquire that waits in line still takes the
 // slot the next permit frees, and TryAcquire does not take it first.
 func TestSynctestAdaptiveLimiterWaiterTakesTheFreedSlot(t *testing.T) {
 	bubble(t, func(t *testing.T) {
-		l := backoff.NewAdaptiveLimiter(backoff.WithInitialLimit(2))
-		for range 32 { // the first measurement, one call at a time
-			p, ok := l.TryAcquire()
-			require.True(t, ok)
-			time.Sleep(10 * time.Millisecond)
-			p.Record()
-		}
+		l := measuredLimiter(t, 2)
 		first, ok1 := l.TryAcquire()
 		second, ok2 := l.TryAcquire()
 		require.True(t, ok1 && ok2)
-		got := make(chan backoff.Permit)
-		go func() {
-			p, err := l.Acquire(context.Background())
-			assert.NoError(t, err)
-			got <- p
-		}()
-		synctest.Wait() // the Acquire waits in line
+		got := acquireInLine(t, l)
 		first.Record()
 		_, ok := l.TryAcquire()
 		assert.False(t, ok, "the freed slot went to the waiting Acquire")
@@ -542,25 +582,9 @@ func TestSynctestAdaptiveLimiterWaiterTakesTheFreedSlot(t *testing.T) {
 func TestSynctestAdaptiveLimiterLearnsWhileAcquiresWait(t *testing.T) {
 	bubble(t, func(t *testing.T) {
 		l := backoff.NewAdaptiveLimiter(backoff.WithInitialLimit(4))
-		var inflight atomic.Int64
-		var wg sync.WaitGroup
-		for range 16 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for range 40 {
-					p, err := l.Acquire(context.Background())
-					if !assert.NoError(t, err) {
-						return
-					}
-					n := inflight.Add(1)
-					time.Sleep(10 * time.Millisecond * time.Duration(max(n, 4)) / 4)
-					inflight.Add(-1)
-					p.Record()
-				}
-			}()
-		}
-		wg.Wait()
+		callers(t, l, 16, 40, func(inflight int64) time.Duration {
+			return 10 * time.Millisecond * time.Duration(max(inflight, 4)) / 4
+		})
 		assert.GreaterOrEqual(t, l.Limit(), 5, "the callers filled the limit at the no-load latency: it grew")
 		assert.LessOrEqual(t, l.Limit(), 8, "the queueing beyond 4 calls held it")
 		assert.Zero(t, l.Inflight())
@@ -573,22 +597,7 @@ func TestSynctestAdaptiveLimiterLearnsWhileAcquiresWait(t *testing.T) {
 func TestSynctestAdaptiveLimiterGrowsFromOne(t *testing.T) {
 	bubble(t, func(t *testing.T) {
 		l := backoff.NewAdaptiveLimiter(backoff.WithInitialLimit(1))
-		var wg sync.WaitGroup
-		for range 2 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for range 100 {
-					p, err := l.Acquire(context.Background())
-					if !assert.NoError(t, err) {
-						return
-					}
-					time.Sleep(10 * time.Millisecond) // the downstream does not queue
-					p.Record()
-				}
-			}()
-		}
-		wg.Wait()
+		callers(t, l, 2, 100, func(int64) time.Duration { return 10 * time.Millisecond }) // no queueing
 		assert.GreaterOrEqual(t, l.Limit(), 2)
 	})
 }
@@ -600,13 +609,7 @@ func TestSynctestAdaptiveLimiterGrowsFromOne(t *testing.T) {
 // latency is 8.5 times the no-load one: the limit falls from 16 to 15.
 func TestSynctestAdaptiveLimiterUpdatesOnTheSixteenthSampleUnderTheLock(t *testing.T) {
 	bubble(t, func(t *testing.T) {
-		l := backoff.NewAdaptiveLimiter(backoff.WithInitialLimit(16))
-		for range 32 { // the first measurement, one call at a time
-			p, ok := l.TryAcquire()
-			require.True(t, ok)
-			time.Sleep(10 * time.Millisecond)
-			p.Record()
-		}
+		l := measuredLimiter(t, 16)
 		var held []backoff.Permit
 		for range 16 {
 			p, ok := l.TryAcquire()
@@ -614,13 +617,7 @@ func TestSynctestAdaptiveLimiterUpdatesOnTheSixteenthSampleUnderTheLock(t *testi
 			held = append(held, p)
 		}
 		for i := range 16 {
-			got := make(chan backoff.Permit)
-			go func() {
-				p, err := l.Acquire(context.Background())
-				assert.NoError(t, err)
-				got <- p
-			}()
-			synctest.Wait() // the Acquire waits in line
+			got := acquireInLine(t, l)
 			time.Sleep(10 * time.Millisecond)
 			require.Equal(t, 16, l.Limit(), "no update before the window is full (sample %d)", i+1)
 			held[i].Record()
