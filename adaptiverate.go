@@ -208,7 +208,7 @@ func (r *AdaptiveRate) takeLocked(now time.Duration) time.Duration {
 	at := max(r.next, r.hold, now)
 	r.next = at
 	if r.rate != InfLimit {
-		r.next = addInstant(at, time.Duration(float64(time.Second)/r.rate))
+		r.next = addInstant(at, rateInterval(r.rate))
 	}
 	r.countSentLocked(at)
 	r.sentTotal++
@@ -288,7 +288,7 @@ func (r *AdaptiveRate) Throttled(retryAfter time.Duration) {
 func (r *AdaptiveRate) staleLocked(now time.Duration) bool {
 	r.answered++
 	stale := r.staleLeft > 0 || now < r.cutHold ||
-		r.cutAt != 0 && r.rate != InfLimit && now-r.cutAt < time.Duration(float64(time.Second)/r.rate)
+		r.cutAt != 0 && r.rate != InfLimit && now-r.cutAt < rateInterval(r.rate)
 	if r.staleLeft > 0 {
 		r.staleLeft--
 	}
@@ -326,13 +326,17 @@ func (r *AdaptiveRate) Succeeded() {
 	r.setRateLocked(now, min(v, max(2*r.sent, r.rate)))
 }
 
+// rateInterval is the time between two requests at v requests per second
+// (v positive and finite).
+func rateInterval(v float64) time.Duration { return time.Duration(float64(time.Second) / v) }
+
 // setRateLocked changes the rate at now: the next slot moves so that it is
 // 1/rate after the last one at the new rate.
 func (r *AdaptiveRate) setRateLocked(now time.Duration, v float64) {
 	v = max(v, rateMin)
 	if r.rate != InfLimit && r.next > now {
-		last := r.next - time.Duration(float64(time.Second)/r.rate)
-		r.next = max(addInstant(last, time.Duration(float64(time.Second)/v)), now)
+		last := r.next - rateInterval(r.rate)
+		r.next = max(addInstant(last, rateInterval(v)), now)
 	} else if r.rate == InfLimit {
 		r.next = max(r.next, now)
 	}
