@@ -6,7 +6,7 @@ replace github.com/retrykit/backoff => ../..
 
 require (
 	github.com/hibiken/asynq v0.26.0
-	github.com/retrykit/backoff v0.0.0-00010101000000-000000000000
+	github.com/retrykit/backoff v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 	k8s.io/utils v0.0.0-20251002143259-bc988d571ff4

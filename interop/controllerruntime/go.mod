@@ -9,8 +9,8 @@ replace (
 
 require (
 	github.com/prometheus/client_golang v1.25.0
-	github.com/retrykit/backoff v0.0.0-00010101000000-000000000000
-	github.com/retrykit/backoff/interop/prommetrics v0.0.0-00010101000000-000000000000
+	github.com/retrykit/backoff v0.1.0
+	github.com/retrykit/backoff/interop/prommetrics v0.1.0
 	go.uber.org/goleak v1.3.0
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2

@@ -5,7 +5,7 @@ go 1.26.0
 replace github.com/retrykit/backoff => ../..
 
 require (
-	github.com/retrykit/backoff v0.0.0-00010101000000-000000000000
+	github.com/retrykit/backoff v0.1.0
 	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.72.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/exporters/stdout/stdouttrace v1.47.0

@@ -8,7 +8,7 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.72.0
-	github.com/retrykit/backoff v0.0.0-00010101000000-000000000000
+	github.com/retrykit/backoff v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 	k8s.io/utils v0.0.0-20251002143259-bc988d571ff4

@@ -7,7 +7,7 @@ replace github.com/retrykit/backoff => ../..
 require (
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/redis/go-redis/v9 v9.23.0
-	github.com/retrykit/backoff v0.0.0-00010101000000-000000000000
+	github.com/retrykit/backoff v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 	k8s.io/utils v0.0.0-20251002143259-bc988d571ff4

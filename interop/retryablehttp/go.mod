@@ -6,7 +6,7 @@ replace github.com/retrykit/backoff => ../..
 
 require (
 	github.com/hashicorp/go-retryablehttp v0.7.8
-	github.com/retrykit/backoff v0.0.0-00010101000000-000000000000
+	github.com/retrykit/backoff v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 	k8s.io/utils v0.0.0-20261023123148-ca04ba58ecab

@@ -5,7 +5,7 @@ go 1.26.0
 replace github.com/retrykit/backoff => ../..
 
 require (
-	github.com/retrykit/backoff v0.0.0-00010101000000-000000000000
+	github.com/retrykit/backoff v0.1.0
 	github.com/riverqueue/river v0.51.2
 	github.com/riverqueue/river/rivertype v0.51.2
 	github.com/stretchr/testify v1.12.1
