@@ -24,6 +24,11 @@ import (
 //   - Sliding: the period starts when f returns, so runs are a period apart
 //     plus f's run time. Non-sliding: the period starts when f starts, so it
 //     includes f's run time (an f slower than the period runs again at once).
+//   - A nil f, ctx or manager panics at the call, on the caller's goroutine,
+//     naming the function and the parameter, before anything runs, even when
+//     the stop channel is closed already and whatever [WithPanicHandler]
+//     says: the handler is for panics of f, not for a missing f. A nil stop
+//     channel is not an error: it never closes, as in apimachinery.
 
 // loopConfig holds the options that the loop helpers read. Its zero value is
 // the default: a panic in f propagates out of the helper.
@@ -63,10 +68,11 @@ var NeverStop <-chan struct{} = make(chan struct{})
 // returns only if f panics (the panic propagates unless [WithPanicHandler] is
 // given, in which case Forever never returns).
 //
-// A period ≤ 0 runs f back to back. Forever is apimachinery's wait.Forever
-// with trailing options.
+// A period ≤ 0 runs f back to back, and a nil f panics at the call. Forever
+// is apimachinery's wait.Forever with trailing options.
 func Forever(f func(), period time.Duration, opts ...Option) {
-	Until(f, period, NeverStop, opts...)
+	mustNotBeNil("Forever", "f", f == nil)
+	jitterUntil(f, period, 0, true, NeverStop, opts)
 }
 
 // Until runs f every period until stopCh is closed; it blocks until then. The
@@ -77,20 +83,24 @@ func Forever(f func(), period time.Duration, opts ...Option) {
 // it never runs. stopCh is checked again before every run, so f never runs
 // after stopCh is closed, even when the period ends at the same moment. A
 // period ≤ 0 runs f back to back. A panic in f propagates unless
-// [WithPanicHandler] is given.
+// [WithPanicHandler] is given; a nil f panics at the call.
 //
 // The wait goes through the clock given with [WithClock]. On a FakeClock each
 // wait, a zero one included, ends only when the clock is stepped (Step(0) is
 // enough for a zero period).
 func Until(f func(), period time.Duration, stopCh <-chan struct{}, opts ...Option) {
-	JitterUntil(f, period, 0, true, stopCh, opts...)
+	mustNotBeNil("Until", "f", f == nil)
+	jitterUntil(f, period, 0, true, stopCh, opts)
 }
 
 // UntilWithContext runs f(ctx) every period until ctx is done; it blocks until
 // then. It is [Until] with a context instead of a stop channel: f never runs
-// if ctx is already done, and never runs once more after ctx ends.
+// if ctx is already done, and never runs once more after ctx ends. A nil ctx
+// or f panics at the call.
 func UntilWithContext(ctx context.Context, f func(context.Context), period time.Duration, opts ...Option) {
-	JitterUntilWithContext(ctx, f, period, 0, true, opts...)
+	mustNotBeNil("UntilWithContext", "ctx", ctx == nil)
+	mustNotBeNil("UntilWithContext", "f", f == nil)
+	jitterUntilWithContext(ctx, f, period, 0, true, opts)
 }
 
 // NonSlidingUntil runs f every period until stopCh is closed; it blocks until
@@ -98,16 +108,20 @@ func UntilWithContext(ctx context.Context, f func(context.Context), period time.
 // run time: with a period of 1s and an f that takes 300ms, runs start 1s
 // apart (Until would start them 1.3s apart), and an f slower than the period
 // runs again as soon as it returns. Otherwise it behaves as Until: f runs at
-// once, never after stopCh is closed, and back to back for a period ≤ 0.
+// once, never after stopCh is closed, and back to back for a period ≤ 0; a
+// nil f panics at the call.
 func NonSlidingUntil(f func(), period time.Duration, stopCh <-chan struct{}, opts ...Option) {
-	JitterUntil(f, period, 0, false, stopCh, opts...)
+	mustNotBeNil("NonSlidingUntil", "f", f == nil)
+	jitterUntil(f, period, 0, false, stopCh, opts)
 }
 
 // NonSlidingUntilWithContext is [NonSlidingUntil] with a context instead of a
 // stop channel: it runs f(ctx) every period, the period including f's run
-// time, until ctx is done.
+// time, until ctx is done. A nil ctx or f panics at the call.
 func NonSlidingUntilWithContext(ctx context.Context, f func(context.Context), period time.Duration, opts ...Option) {
-	JitterUntilWithContext(ctx, f, period, 0, false, opts...)
+	mustNotBeNil("NonSlidingUntilWithContext", "ctx", ctx == nil)
+	mustNotBeNil("NonSlidingUntilWithContext", "f", f == nil)
+	jitterUntilWithContext(ctx, f, period, 0, false, opts)
 }
 
 // JitterUntil runs f every period, stretched by jitter, until stopCh is
@@ -125,18 +139,32 @@ func NonSlidingUntilWithContext(ctx context.Context, f func(context.Context), pe
 // unless stopCh is already closed, in which case it never runs; stopCh is
 // checked again before every run, so f never runs after stopCh is closed,
 // even when the wait ends at the same moment. A panic in f propagates unless
-// [WithPanicHandler] is given. Waits go through the clock given with
-// [WithClock].
+// [WithPanicHandler] is given; a nil f panics at the call. Waits go through
+// the clock given with [WithClock].
 func JitterUntil(f func(), period time.Duration, jitterFactor float64, sliding bool, stopCh <-chan struct{}, opts ...Option) {
-	cfg := newConfig(opts)
-	p := pacer{jittered: jitteredManager{clock: cfg.clock, period: max(period, 0), factor: jitterFactor}}
-	loop(ContextForChannel(stopCh), func(context.Context) { f() }, &p, sliding, cfg.loop)
+	mustNotBeNil("JitterUntil", "f", f == nil)
+	jitterUntil(f, period, jitterFactor, sliding, stopCh, opts)
+}
+
+// jitterUntil is JitterUntil once its arguments are checked, for every helper
+// that takes a stop channel and a period.
+func jitterUntil(f func(), period time.Duration, jitterFactor float64, sliding bool, stopCh <-chan struct{}, opts []Option) {
+	jitterUntilWithContext(ContextForChannel(stopCh), func(context.Context) { f() }, period, jitterFactor, sliding, opts)
 }
 
 // JitterUntilWithContext is [JitterUntil] with a context instead of a stop
 // channel: it runs f(ctx) every jittered period until ctx is done. f never
-// runs if ctx is already done, and never runs once more after ctx ends.
+// runs if ctx is already done, and never runs once more after ctx ends. A nil
+// ctx or f panics at the call.
 func JitterUntilWithContext(ctx context.Context, f func(context.Context), period time.Duration, jitterFactor float64, sliding bool, opts ...Option) {
+	mustNotBeNil("JitterUntilWithContext", "ctx", ctx == nil)
+	mustNotBeNil("JitterUntilWithContext", "f", f == nil)
+	jitterUntilWithContext(ctx, f, period, jitterFactor, sliding, opts)
+}
+
+// jitterUntilWithContext is JitterUntilWithContext once its arguments are
+// checked, for every helper that takes a period.
+func jitterUntilWithContext(ctx context.Context, f func(context.Context), period time.Duration, jitterFactor float64, sliding bool, opts []Option) {
 	cfg := newConfig(opts)
 	p := pacer{jittered: jitteredManager{clock: cfg.clock, period: max(period, 0), factor: jitterFactor}}
 	loop(ctx, f, &p, sliding, cfg.loop)
@@ -155,19 +183,31 @@ func JitterUntilWithContext(ctx context.Context, f func(context.Context), period
 // never runs after stopCh is closed, even when the timer fires at the same
 // moment. When stopCh closes during a wait, BackoffUntil stops the timer and
 // discards a tick it may hold, so the manager can be reused. A panic in f
-// propagates unless [WithPanicHandler] is given.
+// propagates unless [WithPanicHandler] is given; a nil f or manager (a typed
+// nil included) panics at the call.
 //
 // The waits are the manager's timers, on the manager's clock: the clock
 // option of BackoffUntil itself is not used.
 func BackoffUntil(f func(), manager BackoffManager, sliding bool, stopCh <-chan struct{}, opts ...Option) {
-	BackoffUntilWithContext(ContextForChannel(stopCh), func(context.Context) { f() }, manager, sliding, opts...)
+	mustNotBeNil("BackoffUntil", "f", f == nil)
+	mustNotBeNil("BackoffUntil", "manager", isNilValue(manager))
+	backoffUntil(ContextForChannel(stopCh), func(context.Context) { f() }, manager, sliding, opts)
 }
 
 // BackoffUntilWithContext is [BackoffUntil] with a context instead of a stop
 // channel: it runs f(ctx), waiting for manager's timer between runs, until ctx
 // is done. f never runs if ctx is already done, and never runs once more
-// after ctx ends.
+// after ctx ends. A nil ctx, f or manager (a typed nil included) panics at
+// the call.
 func BackoffUntilWithContext(ctx context.Context, f func(context.Context), manager BackoffManager, sliding bool, opts ...Option) {
+	mustNotBeNil("BackoffUntilWithContext", "ctx", ctx == nil)
+	mustNotBeNil("BackoffUntilWithContext", "f", f == nil)
+	mustNotBeNil("BackoffUntilWithContext", "manager", isNilValue(manager))
+	backoffUntil(ctx, f, manager, sliding, opts)
+}
+
+// backoffUntil is BackoffUntilWithContext once its arguments are checked.
+func backoffUntil(ctx context.Context, f func(context.Context), manager BackoffManager, sliding bool, opts []Option) {
 	p := pacer{manager: manager}
 	loop(ctx, f, &p, sliding, newConfig(opts).loop)
 }

@@ -2,12 +2,14 @@ package backoff_test
 
 import (
 	"context"
+	"fmt"
 	"github.com/retrykit/backoff"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/utils/clock"
 	testclock "k8s.io/utils/clock/testing"
 	"math"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -770,3 +772,108 @@ func TestLoopHelpersWithOptionsDoNotAllocate(t *testing.T) {
 	assert.Zero(t, allocs)
 	assert.True(t, ctx.ran, "f ran")
 }
+
+// TestLoopHelpersPanicAtTheCallOnNil: the thirteen helpers that run a
+// function on a schedule (the loop helpers, the poll functions and
+// ExponentialBackoff) panic at the call, on the caller's goroutine, naming
+// the function and the parameter, when a function, context or manager is
+// nil. The check comes before everything else: the stop channel is closed
+// and the context done already, so a helper that checked late would return
+// quietly. A panic handler does not turn a nil f into a loop that feeds it
+// the nil dereference: the handler here panics itself, so such a loop would
+// fail the test rather than hang it.
+func TestLoopHelpersPanicAtTheCallOnNil(t *testing.T) {
+	var nilCtx context.Context
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	stopped := make(chan struct{})
+	close(stopped)
+	f := func() {}
+	fctx := func(context.Context) {}
+	manager := backoff.NewJitteredBackoffManager(time.Second, 0)
+	var nilManager *typedNilManager
+	condCtx := func(context.Context) (bool, error) { return true, nil }
+	s := backoff.Schedule{Duration: time.Second, Steps: 1}
+	tests := []struct {
+		want string // "Function: parameter"
+		call func(opts ...backoff.Option)
+	}{
+		{"Forever: f", func(o ...backoff.Option) { backoff.Forever(nil, time.Second, o...) }},
+		{"Until: f", func(o ...backoff.Option) { backoff.Until(nil, time.Second, stopped, o...) }},
+		{"UntilWithContext: ctx", func(o ...backoff.Option) { backoff.UntilWithContext(nilCtx, fctx, time.Second, o...) }},
+		{"UntilWithContext: f", func(o ...backoff.Option) { backoff.UntilWithContext(done, nil, time.Second, o...) }},
+		{"NonSlidingUntil: f", func(o ...backoff.Option) { backoff.NonSlidingUntil(nil, time.Second, stopped, o...) }},
+		{"NonSlidingUntilWithContext: ctx", func(o ...backoff.Option) {
+			backoff.NonSlidingUntilWithContext(nilCtx, fctx, time.Second, o...)
+		}},
+		{"NonSlidingUntilWithContext: f", func(o ...backoff.Option) {
+			backoff.NonSlidingUntilWithContext(done, nil, time.Second, o...)
+		}},
+		{"JitterUntil: f", func(o ...backoff.Option) { backoff.JitterUntil(nil, time.Second, 0.1, true, stopped, o...) }},
+		{"JitterUntilWithContext: ctx", func(o ...backoff.Option) {
+			backoff.JitterUntilWithContext(nilCtx, fctx, time.Second, 0.1, true, o...)
+		}},
+		{"JitterUntilWithContext: f", func(o ...backoff.Option) {
+			backoff.JitterUntilWithContext(done, nil, time.Second, 0.1, true, o...)
+		}},
+		{"BackoffUntil: f", func(o ...backoff.Option) { backoff.BackoffUntil(nil, manager, true, stopped, o...) }},
+		{"BackoffUntil: manager", func(o ...backoff.Option) { backoff.BackoffUntil(f, nil, true, stopped, o...) }},
+		{"BackoffUntil: manager (typed nil)", func(o ...backoff.Option) {
+			backoff.BackoffUntil(f, nilManager, true, stopped, o...)
+		}},
+		{"BackoffUntilWithContext: ctx", func(o ...backoff.Option) {
+			backoff.BackoffUntilWithContext(nilCtx, fctx, manager, true, o...)
+		}},
+		{"BackoffUntilWithContext: f", func(o ...backoff.Option) {
+			backoff.BackoffUntilWithContext(done, nil, manager, true, o...)
+		}},
+		{"BackoffUntilWithContext: manager", func(o ...backoff.Option) {
+			backoff.BackoffUntilWithContext(done, fctx, nil, true, o...)
+		}},
+		{"PollUntilContextCancel: ctx", func(o ...backoff.Option) {
+			_ = backoff.PollUntilContextCancel(nilCtx, time.Second, false, condCtx, o...)
+		}},
+		{"PollUntilContextCancel: condition", func(o ...backoff.Option) {
+			_ = backoff.PollUntilContextCancel(done, time.Second, false, nil, o...)
+		}},
+		{"PollUntilContextTimeout: ctx", func(o ...backoff.Option) {
+			_ = backoff.PollUntilContextTimeout(nilCtx, time.Second, time.Minute, false, condCtx, o...)
+		}},
+		{"PollUntilContextTimeout: condition", func(o ...backoff.Option) {
+			_ = backoff.PollUntilContextTimeout(done, time.Second, time.Minute, false, nil, o...)
+		}},
+		{"ExponentialBackoff: condition", func(o ...backoff.Option) { _ = backoff.ExponentialBackoff(s, nil, o...) }},
+		{"ExponentialBackoffWithContext: ctx", func(o ...backoff.Option) {
+			_ = backoff.ExponentialBackoffWithContext(nilCtx, s, condCtx, o...)
+		}},
+		{"ExponentialBackoffWithContext: condition", func(o ...backoff.Option) {
+			_ = backoff.ExponentialBackoffWithContext(done, s, nil, o...)
+		}},
+	}
+	helpers := map[string]bool{}
+	for _, tt := range tests {
+		fn, param, _ := strings.Cut(tt.want, ": ")
+		param, _, _ = strings.Cut(param, " (")
+		helpers[fn] = true
+		want := "backoff: " + fn + ": " + param + " must not be nil, got <nil>"
+		t.Run(tt.want, func(t *testing.T) {
+			assert.PanicsWithValue(t, want, func() { tt.call() })
+		})
+		t.Run(tt.want+", with a panic handler", func(t *testing.T) {
+			handled := 0
+			handler := backoff.WithPanicHandler(func(r any) {
+				handled++
+				panic(fmt.Sprintf("the handler was called with %v", r))
+			})
+			assert.PanicsWithValue(t, want, func() { tt.call(handler) })
+			assert.Zero(t, handled)
+		})
+	}
+	assert.Len(t, helpers, 13, "every helper that runs a function on a schedule")
+}
+
+// typedNilManager is a BackoffManager type whose nil pointer, passed as a
+// BackoffManager, is a non-nil interface holding nil.
+type typedNilManager struct{}
+
+func (*typedNilManager) Backoff() clock.Timer { return nil }
