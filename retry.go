@@ -5,7 +5,6 @@ import (
 	"errors"
 	"github.com/retrykit/backoff/internal/optionhook"
 	"k8s.io/utils/clock"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -307,11 +306,8 @@ func retrySchedule(s Schedule) Schedule {
 	if s.Steps <= 0 && s.Duration <= 0 {
 		return DefaultRetry
 	}
-	if math.IsInf(s.Factor, 1) && s.Cap <= 0 {
-		badArgument("Retry", "s.Factor must be finite when s.Cap is not set", s.Factor)
-	}
-	if s.Jitter > MaxRetryJitter {
-		badArgument("Retry", "s.Jitter must be at most "+strconv.Itoa(MaxRetryJitter), s.Jitter)
+	if problem, got := retryScheduleProblem(s); problem != "" {
+		badArgument("Retry", problem, got)
 	}
 	return s
 }

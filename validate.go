@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strconv"
 	"time"
+
+	"github.com/retrykit/backoff/internal/optionhook"
 )
 
 // The package's bad-input policy (see the package documentation): constructors,
@@ -76,5 +79,34 @@ func mustNotBeNegative(where, name string, d time.Duration) {
 func mustBeFactor(where, name string, f float64) {
 	if math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
 		badArgument(where, name+" must be a finite number ≥ 0", f)
+	}
+}
+
+// retryScheduleProblem says why [Retry] refuses s, with the field's value, or
+// returns "" when Retry accepts it. It is Retry's one rule for a Schedule,
+// which httpretry's constructors apply too (through optionhook), so that a
+// Transport refuses at construction what Retry would refuse on every
+// request. A Schedule that Retry replaces with DefaultRetry is accepted
+// whatever its other fields say.
+func retryScheduleProblem(s Schedule) (problem string, got float64) {
+	if s.Steps <= 0 && s.Duration <= 0 {
+		return "", 0
+	}
+	if math.IsInf(s.Factor, 1) && s.Cap <= 0 {
+		return "s.Factor must be finite when s.Cap is not set", s.Factor
+	}
+	if s.Jitter > MaxRetryJitter {
+		return "s.Jitter must be at most " + strconv.Itoa(MaxRetryJitter), s.Jitter
+	}
+	return "", 0
+}
+
+func init() {
+	optionhook.ScheduleProblem = func(s any) string {
+		problem, got := retryScheduleProblem(s.(Schedule))
+		if problem == "" {
+			return ""
+		}
+		return fmt.Sprintf("%s, got %v", problem, got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 
 	"github.com/retrykit/backoff"
 	"github.com/retrykit/backoff/internal/optionhook"
@@ -64,16 +65,44 @@ type Transport struct {
 // them (backoff.WithNotify's, backoff.WithRetryable's) run on the goroutine
 // of the request they concern, so with concurrent requests they may run
 // concurrently.
+//
+// NewTransport panics on a Schedule that backoff.Retry refuses (an infinite
+// s.Factor without s.Cap, an s.Jitter above backoff.MaxRetryJitter), so that
+// the mistake shows when the Transport is built rather than on every
+// request, and on a base that is a typed nil (a nil *http.Transport, say),
+// which would crash the first request; an untyped nil base is
+// http.DefaultTransport. The options were checked when they were made: each
+// backoff.With... function panics on an argument outside its domain.
 func NewTransport(base http.RoundTripper, s backoff.Schedule, opts ...backoff.Option) *Transport {
-	return &Transport{base: base, schedule: s, opts: opts, ready: true}
+	return newTransport("NewTransport", base, s, opts)
 }
 
 // NewClient returns an [http.Client] whose Transport is
 // NewTransport(nil, s, opts...): http.DefaultTransport with retries. The
 // client has no Timeout; bound a call with its request's context, whose end
-// also ends the retries.
+// also ends the retries. It panics on the Schedules that NewTransport
+// refuses.
 func NewClient(s backoff.Schedule, opts ...backoff.Option) *http.Client {
-	return &http.Client{Transport: NewTransport(nil, s, opts...)}
+	return &http.Client{Transport: newTransport("NewClient", nil, s, opts)}
+}
+
+// newTransport is NewTransport, whose bad-input panics name where.
+func newTransport(where string, base http.RoundTripper, s backoff.Schedule, opts []backoff.Option) *Transport {
+	if problem := optionhook.ScheduleProblem(s); problem != "" {
+		badArgument(where, problem)
+	}
+	if base != nil {
+		if v := reflect.ValueOf(base); (v.Kind() == reflect.Pointer || v.Kind() == reflect.Func) && v.IsNil() {
+			badArgument(where, fmt.Sprintf("base must be nil or a usable RoundTripper, got a nil %T", base))
+		}
+	}
+	return &Transport{base: base, schedule: s, opts: opts, ready: true}
+}
+
+// badArgument panics with the package's message for an argument outside its
+// domain, in the shape of package backoff's: "httpretry: where: problem".
+func badArgument(where, problem string) {
+	panic("httpretry: " + where + ": " + problem)
 }
 
 // RoundTrip sends req through the wrapped RoundTripper, and again while the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -618,4 +619,60 @@ func TestTransportWithPacer(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []int{1, 1, 1}, inflight, "each attempt held a permit, the POST's too")
 	assert.Zero(t, l.Inflight())
+}
+
+// TestConstructorsRefuseWhatRetryRefuses: NewTransport and NewClient apply
+// backoff.Retry's rule for a Schedule when they are called, with the same
+// words, so that a Schedule Retry refuses fails where the Transport is built
+// instead of panicking inside RoundTrip on every request. The Schedules that
+// Retry accepts, the zero one and a DefaultRetry stand-in with wild fields
+// among them, are accepted.
+func TestConstructorsRefuseWhatRetryRefuses(t *testing.T) {
+	inf := math.Inf(1)
+	tests := []struct {
+		name string
+		s    backoff.Schedule
+		bad  bool
+	}{
+		{"zero", backoff.Schedule{}, false},
+		{"DefaultRetry", backoff.DefaultRetry, false},
+		{"jitter at the bound", backoff.Schedule{Duration: time.Millisecond, Steps: 3, Jitter: backoff.MaxRetryJitter}, false},
+		{"jitter above the bound", backoff.Schedule{Duration: time.Millisecond, Steps: 3, Jitter: 100}, true},
+		{"infinite factor without a cap", backoff.Schedule{Duration: time.Millisecond, Steps: 3, Factor: inf}, true},
+		{"infinite factor with a cap", backoff.Schedule{Duration: time.Millisecond, Steps: 3, Factor: inf, Cap: time.Second}, false},
+		{"no steps, no duration: DefaultRetry, whatever the jitter", backoff.Schedule{Jitter: 100, Factor: inf}, false},
+		{"retry for ever", backoff.Schedule{Duration: time.Millisecond, Jitter: 11}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			retryPanic := panicValue(func() {
+				ctx, cancel := context.WithCancel(context.Background())
+				cancel() // Retry checks s before its first attempt, which never comes
+				_ = backoff.Retry(ctx, tt.s, func(context.Context) error { return nil })
+			})
+			if !tt.bad {
+				require.Nil(t, retryPanic, "Retry accepts it")
+				assert.NotPanics(t, func() { httpretry.NewTransport(nil, tt.s) })
+				assert.NotPanics(t, func() { httpretry.NewClient(tt.s) })
+				return
+			}
+			require.IsType(t, "", retryPanic, "Retry refuses it")
+			problem, ok := strings.CutPrefix(retryPanic.(string), "backoff: Retry: ")
+			require.True(t, ok, retryPanic)
+			assert.PanicsWithValue(t, "httpretry: NewTransport: "+problem, func() { httpretry.NewTransport(nil, tt.s) })
+			assert.PanicsWithValue(t, "httpretry: NewClient: "+problem, func() { httpretry.NewClient(tt.s) })
+		})
+	}
+	t.Run("a typed nil base", func(t *testing.T) {
+		assert.PanicsWithValue(t,
+			"httpretry: NewTransport: base must be nil or a usable RoundTripper, got a nil *http.Transport",
+			func() { httpretry.NewTransport((*http.Transport)(nil), backoff.DefaultRetry) })
+	})
+}
+
+// panicValue returns what f panics with, or nil.
+func panicValue(f func()) (v any) {
+	defer func() { v = recover() }()
+	f()
+	return nil
 }

@@ -1,7 +1,8 @@
-// Package optionhook lets package httpretry use a setting of the options of
-// package backoff that Retry alone would otherwise read: the notify hook,
-// for a retry that httpretry skips without calling Retry's loop. Only
-// package backoff can decode its options; it sets Notify when it is
+// Package optionhook lets package httpretry use what package backoff's Retry
+// alone would otherwise read: the notify hook of its options, for a retry
+// that httpretry skips without calling Retry's loop, and Retry's rule for a
+// Schedule, which httpretry applies when a Transport is built. Only package
+// backoff can decode its options and Schedules; it sets the hooks when it is
 // initialised.
 package optionhook
 
@@ -10,3 +11,8 @@ import "time"
 // Notify calls the notify hook that opts, a []backoff.Option, carries (the
 // last backoff.WithNotify among them), if any, with attempt, err and next.
 var Notify func(opts any, attempt int, err error, next time.Duration)
+
+// ScheduleProblem says why backoff.Retry would refuse s, a backoff.Schedule,
+// with the value at fault ("s.Jitter must be at most 10, got 100"), or
+// returns "" when Retry accepts it.
+var ScheduleProblem func(s any) string
