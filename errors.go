@@ -1,8 +1,9 @@
 package backoff
 
-// Permanent marks err as not worth retrying: [Retry] returns at once when fn
-// returns it, and the queue's worker loop forgets the item instead of
-// requeueing it. Permanent(nil) is nil, so that
+// Permanent marks err as not worth retrying: [Retry] returns it at once when
+// fn returns it, mark included (see Retry for why), and the queue's worker
+// loop forgets the item instead of requeueing it. Permanent(nil) is nil, so
+// that
 //
 //	return backoff.Permanent(err)
 //
@@ -17,7 +18,8 @@ func Permanent(err error) error {
 }
 
 // PermanentError is the error [Permanent] returns. Match it with errors.As,
-// or test for it with [IsPermanent].
+// or test for it with [IsPermanent]; errors.Is(err, &PermanentError{}) is
+// false, as for any pointer that is not in err's chain.
 type PermanentError struct {
 	Err error // the error that is not to be retried
 }

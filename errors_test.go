@@ -26,3 +26,14 @@ func TestPermanent(t *testing.T) {
 	assert.False(t, backoff.IsPermanent(io.EOF))
 	assert.False(t, backoff.IsPermanent(nil))
 }
+
+// TestPermanentIsRecognisedByIsPermanentNotByErrorsIs: cenkalti/backoff v4's
+// PermanentError matched any other with errors.Is(err,
+// &backoff.PermanentError{}); ours has no Is method, so that test is false
+// and IsPermanent (or errors.As) is the one to use.
+func TestPermanentIsRecognisedByIsPermanentNotByErrorsIs(t *testing.T) {
+	err := fmt.Errorf("get: %w", backoff.Permanent(io.EOF))
+	assert.NotErrorIs(t, err, &backoff.PermanentError{})
+	assert.NotErrorIs(t, err, &backoff.PermanentError{Err: io.EOF})
+	assert.True(t, backoff.IsPermanent(err))
+}

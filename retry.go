@@ -162,15 +162,27 @@ func WithRetryable(retryable func(error) bool) Option {
 // s.Duration ≤ 0, the zero Schedule among them) would spin: Retry follows
 // [DefaultRetry] instead (5 attempts, 10 ms apart). So the zero Schedule
 // means 5 attempts to Retry, but no attempt at all to [OnError] and
-// [ExponentialBackoff], which keep Kubernetes' rule (see [Schedule]). An error
-// marked with Permanent, or one that [WithRetryable]'s predicate rejects,
-// ends Retry at once and is returned as fn returned it (the Permanent mark
-// included: [IsPermanent] still reports it, and errors.Is sees through it).
-// Otherwise, when Retry gives up it returns a [*RetryError] that says how
-// many attempts were made and why it stopped, and through which errors.Is
-// and errors.As reach the last error of fn: [ErrAttemptsExhausted],
-// [ErrMaxElapsedTime] (see [WithMaxElapsedTime]), [ErrRetryBudgetExhausted]
-// (see [WithRetryBudget]), or ctx's error.
+// [ExponentialBackoff], which keep Kubernetes' rule (see [Schedule]). There
+// is no limit on the time spent unless [WithMaxElapsedTime] sets one.
+//
+// # Errors
+//
+// An error marked with [Permanent], or one that [WithRetryable]'s predicate
+// rejects, ends Retry at once and is returned as fn returned it, the
+// Permanent mark included: [IsPermanent] still reports it, and errors.Is and
+// errors.As see through it to the error inside. Retry keeps the mark on
+// purpose (cenkalti/backoff v4 and v5 return the error inside it instead):
+// a caller that retries in turn, such as an outer Retry, or [RunWorkers]
+// when the handler returns Retry's error, then stops too, instead of
+// retrying an error already judged not worth it. So compare Retry's error
+// with errors.Is, never with ==.
+//
+// When Retry gives up on an error worth retrying, it returns a [*RetryError]
+// that says how many attempts were made and why it stopped:
+// [ErrAttemptsExhausted], [ErrMaxElapsedTime] (see [WithMaxElapsedTime]),
+// [ErrRetryBudgetExhausted] (see [WithRetryBudget]), or ctx's error.
+// errors.Is and errors.As reach both that reason and fn's last error through
+// it, and its Last field holds that error as fn returned it.
 //
 // # Waits
 //
@@ -352,8 +364,8 @@ func RetryValue[T any](ctx context.Context, s Schedule, fn func(context.Context)
 // value is [ProportionalJitter].
 //
 // Each kind starts from the wait the Schedule gives: b = Duration·Factor^(k-1)
-// capped at Cap. Only ProportionalJitter reads Schedule.Jitter; the others
-// decide the spread themselves and ignore it.
+// capped at Cap. ProportionalJitter and SymmetricJitter read Schedule.Jitter;
+// the others decide the spread themselves and ignore it.
 type JitterKind int
 
 const (
@@ -389,6 +401,17 @@ const (
 	// Cap when Duration is above Cap).
 	DecorrelatedJitter
 
+	// SymmetricJitter waits b plus or minus up to Jitter·b: a random
+	// duration in [b - Jitter·b, b + Jitter·b), centred on the schedule, so
+	// that on average the waits add up to the schedule's. It is the jitter
+	// of cenkalti/backoff's RandomizationFactor (±50% by default) and of
+	// gRPC's connection backoff (±20%). A Jitter above 1 counts as 1 (waits
+	// in [0, 2b)), so that no wait is negative; with Jitter ≤ 0 there is no
+	// jitter at all. Like ProportionalJitter, it is applied after Cap, so
+	// the wait can exceed Cap by up to Jitter·Cap, as cenkalti's can exceed
+	// its MaxInterval. Use it to keep the timing of code that used either.
+	SymmetricJitter
+
 	numJitterKinds // the number of kinds, for validation
 )
 
@@ -403,6 +426,8 @@ func (k JitterKind) String() string {
 		return "EqualJitter"
 	case DecorrelatedJitter:
 		return "DecorrelatedJitter"
+	case SymmetricJitter:
+		return "SymmetricJitter"
 	}
 	return "JitterKind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -425,7 +450,7 @@ type delaySequence struct {
 	kind    JitterKind
 	initial time.Duration // Schedule.Duration, ≥ 0
 	factor  float64       // > 1, or 1 for constant waits
-	jitter  float64       // for ProportionalJitter
+	jitter  float64       // for ProportionalJitter and SymmetricJitter
 	limit   time.Duration // Schedule.Cap; ≤ 0: none
 	base    time.Duration // the capped exponential wait for the next retry
 	prev    time.Duration // DecorrelatedJitter: the last wait drawn
@@ -450,7 +475,7 @@ func newDelaySequence(s Schedule, kind JitterKind) delaySequence {
 
 // next returns the wait before the next retry and advances the sequence. It
 // never returns a negative wait, never overflows, and never exceeds the cap
-// except by ProportionalJitter's jitter.
+// except by the jitter of ProportionalJitter and SymmetricJitter.
 func (q *delaySequence) next() time.Duration {
 	b := q.base
 	if q.factor > 1 {
@@ -467,6 +492,15 @@ func (q *delaySequence) next() time.Duration {
 		d := clampDuration(q.initial+randDuration(hi-q.initial), q.limit)
 		q.prev = d
 		return d
+	case SymmetricJitter:
+		if !(q.jitter > 0) { // NaN too
+			return b
+		}
+		// The spread is at most b (Jitter above 1 counts as 1), so the
+		// low end is never negative; min guards scaleDuration's float
+		// rounding at the largest durations.
+		spread := min(scaleDuration(b, min(q.jitter, 1)), b)
+		return addDuration(b-spread, randDuration(addDuration(spread, spread)))
 	default:
 		return Jitter(b, q.jitter)
 	}

@@ -104,6 +104,10 @@ func TestRetryOutcomes(t *testing.T) {
 		{"a permanent error in a join stops too", s, []error{errors.Join(errFlaky, perm)}, nil,
 			[]time.Duration{0},
 			func(t *testing.T, err error) { assert.True(t, backoff.IsPermanent(err)) }},
+		{"a permanent error stops whatever WithRetryable says", s, []error{errFlaky, perm},
+			[]backoff.Option{backoff.WithRetryable(func(error) bool { return true })},
+			[]time.Duration{0, 10 * ms},
+			func(t *testing.T, err error) { assert.Same(t, perm, err) }},
 		{"a non-retryable error stops at once, returned as is", s, []error{errFlaky, io.EOF},
 			[]backoff.Option{backoff.WithRetryable(func(err error) bool { return err == errFlaky })},
 			[]time.Duration{0, 10 * ms},
@@ -125,6 +129,14 @@ func TestRetryOutcomes(t *testing.T) {
 		{"zero waits", backoff.Schedule{Steps: 3}, nil, nil,
 			[]time.Duration{0, 0, 0},
 			func(t *testing.T, err error) { assert.ErrorIs(t, err, backoff.ErrAttemptsExhausted) }},
+		// Steps: math.MaxInt is how to retry at once, without a bound, what
+		// the zero Schedule does not do.
+		{"zero waits, no practical bound", backoff.Schedule{Steps: math.MaxInt},
+			append(make([]error, 0, 21), errFlaky, errFlaky, errFlaky, errFlaky, errFlaky, errFlaky, errFlaky,
+				errFlaky, errFlaky, errFlaky, errFlaky, errFlaky, errFlaky, errFlaky, errFlaky, errFlaky, errFlaky,
+				errFlaky, errFlaky, errFlaky, nil), nil,
+			make([]time.Duration, 21),
+			func(t *testing.T, err error) { assert.NoError(t, err) }},
 		{"unlimited attempts until a permanent error", backoff.Schedule{Duration: ms, Steps: 0},
 			[]error{errFlaky, errFlaky, errFlaky, errFlaky, errFlaky, errFlaky, backoff.Permanent(io.EOF)}, nil,
 			[]time.Duration{0, 1 * ms, 2 * ms, 3 * ms, 4 * ms, 5 * ms, 6 * ms},
@@ -314,6 +326,7 @@ func TestRetryJitterKinds(t *testing.T) {
 		{backoff.DecorrelatedJitter, func(_ int, d, prev time.Duration) bool {
 			return d >= 10*ms && d <= min(max(2*prev, 10*ms), 200*ms)
 		}},
+		{backoff.SymmetricJitter, func(i int, d, _ time.Duration) bool { return d >= bases[i]/2 && d < bases[i]+bases[i]/2 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.kind.String(), func(t *testing.T) {
@@ -335,6 +348,57 @@ func TestRetryJitterKinds(t *testing.T) {
 			}
 			assert.Greater(t, len(seen), 20, "the waits should vary")
 		})
+	}
+}
+
+// symmetricWaits returns the waits Retry announces for n retries of a
+// constant schedule of 100ms under SymmetricJitter with the given Jitter.
+func symmetricWaits(t *testing.T, jitter float64, n int) []time.Duration {
+	t.Helper()
+	fc := testclock.NewFakeClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
+	waits := make([]time.Duration, 0, n)
+	err := backoff.Retry(context.Background(), backoff.Schedule{Duration: 100 * time.Millisecond, Jitter: jitter, Steps: n + 1},
+		func(context.Context) error { return errFlaky },
+		backoff.WithClock(fc), backoff.WithJitterKind(backoff.SymmetricJitter),
+		backoff.WithNotify(func(_ int, _ error, next time.Duration) { waits = append(waits, next); fc.Step(next) }))
+	require.ErrorIs(t, err, backoff.ErrAttemptsExhausted)
+	require.Len(t, waits, n)
+	return waits
+}
+
+// TestRetrySymmetricJitterCentresOnTheSchedule: SymmetricJitter spreads the
+// waits on both sides of the schedule's, as cenkalti/backoff's
+// RandomizationFactor does (ProportionalJitter only lengthens them), so that
+// they average the schedule's; a Jitter above 1 counts as 1, and ≤ 0 or NaN
+// is none.
+func TestRetrySymmetricJitterCentresOnTheSchedule(t *testing.T) {
+	ms := time.Millisecond
+	const n = 2000
+	waits := symmetricWaits(t, 0.5, n)
+	var sum time.Duration
+	below, above := 0, 0
+	for _, d := range waits {
+		require.True(t, d >= 50*ms && d < 150*ms, "wait %v outside [50ms, 150ms)", d)
+		sum += d
+		if d < 100*ms {
+			below++
+		} else {
+			above++
+		}
+	}
+	// The mean of n uniform draws on [50ms, 150ms) has a standard deviation
+	// of 0.65ms: ±5ms is more than 7 of them.
+	assert.InDelta(t, float64(100*ms), float64(sum/n), float64(5*ms), "the waits average the schedule's")
+	assert.Greater(t, below, n/3, "waits shorter than the schedule's")
+	assert.Greater(t, above, n/3, "waits longer than the schedule's")
+
+	for _, d := range symmetricWaits(t, 3, 200) {
+		require.True(t, d >= 0 && d < 200*ms, "Jitter 3 counts as 1: wait %v outside [0, 200ms)", d)
+	}
+	for _, j := range []float64{0, -1, math.NaN()} {
+		for _, d := range symmetricWaits(t, j, 5) {
+			require.Equal(t, 100*ms, d, "Jitter %v is no jitter", j)
+		}
 	}
 }
 
@@ -365,6 +429,93 @@ func TestRetryValue(t *testing.T) {
 	})
 	assert.ErrorIs(t, err, backoff.ErrAttemptsExhausted)
 	assert.Equal(t, "", v, "the zero value when Retry gives up")
+}
+
+// TestRetryKeepsThePermanentMark: Retry returns a Permanent error as fn
+// returned it, where cenkalti/backoff v4 and v5 return the error inside. So
+// == with the inner error is false and errors.Is is true, and a caller that
+// retries Retry's error in turn (here an outer Retry) stops at once too.
+func TestRetryKeepsThePermanentMark(t *testing.T) {
+	errNotFound := errors.New("not found")
+	outerCalls := 0
+	err := backoff.Retry(context.Background(), backoff.Schedule{Steps: 5}, func(ctx context.Context) error {
+		outerCalls++
+		return backoff.Retry(ctx, backoff.Schedule{Steps: 3}, func(context.Context) error {
+			return backoff.Permanent(errNotFound)
+		})
+	})
+	assert.Equal(t, 1, outerCalls, "the outer Retry does not retry a permanent error")
+	assert.False(t, err == errNotFound, "err == errNotFound is false")
+	assert.ErrorIs(t, err, errNotFound)
+	assert.True(t, backoff.IsPermanent(err))
+	var p *backoff.PermanentError // the way back to the error inside
+	require.ErrorAs(t, err, &p)
+	assert.Same(t, errNotFound, p.Err)
+}
+
+// TestRetryGivesUpWithTheLastErrorInsideARetryError: when the attempts run
+// out, Retry returns a *RetryError, not fn's last error itself (as
+// cenkalti/backoff v4 and v5, sethvargo/go-retry and client-go's OnError
+// do); errors.Is reaches the last error and only it (avast/retry-go's list
+// matches the error of any attempt), and Last is that error as is.
+func TestRetryGivesUpWithTheLastErrorInsideARetryError(t *testing.T) {
+	first, second, last := errors.New("first"), errors.New("second"), errors.New("last")
+	results := []error{first, second, last}
+	calls := 0
+	err := backoff.Retry(context.Background(), backoff.Schedule{Steps: 3}, func(context.Context) error {
+		calls++
+		return results[calls-1]
+	})
+	assert.False(t, err == last)
+	assert.ErrorIs(t, err, last)
+	assert.ErrorIs(t, err, backoff.ErrAttemptsExhausted)
+	assert.NotErrorIs(t, err, first, "only the last attempt's error is reachable")
+	assert.NotErrorIs(t, err, second)
+	var re *backoff.RetryError
+	require.ErrorAs(t, err, &re)
+	assert.Same(t, last, re.Last, "re.Last is the way back to the last error")
+	assert.Equal(t, 3, re.Attempts)
+}
+
+// TestRetryHasNoElapsedTimeLimitByDefault: with Steps ≤ 0 Retry goes on for
+// as long as fn fails (cenkalti/backoff stops after 15 minutes by default);
+// WithMaxElapsedTime(15*time.Minute) brings that limit back.
+func TestRetryHasNoElapsedTimeLimitByDefault(t *testing.T) {
+	s := backoff.Schedule{Duration: time.Minute, Steps: 0}
+	run := func(opts ...backoff.Option) (int, error) {
+		fc := testclock.NewFakeClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
+		start := fc.Now()
+		calls := 0
+		err := backoff.Retry(context.Background(), s, func(context.Context) error {
+			calls++
+			if fc.Since(start) < time.Hour {
+				return errFlaky
+			}
+			return nil
+		}, append(opts, backoff.WithClock(fc),
+			backoff.WithNotify(func(_ int, _ error, next time.Duration) { fc.Step(next) }))...)
+		return calls, err
+	}
+	calls, err := run()
+	assert.NoError(t, err, "still retrying after an hour")
+	assert.Equal(t, 61, calls)
+
+	calls, err = run(backoff.WithMaxElapsedTime(15 * time.Minute))
+	assert.ErrorIs(t, err, backoff.ErrMaxElapsedTime)
+	assert.Equal(t, 16, calls, "attempts at 0, 1, … 15 minutes; the next would start past 15")
+}
+
+// TestRetryScheduleIsAValue: each Retry call starts the schedule afresh, so
+// one Schedule serves any number of calls, concurrent ones included
+// (cenkalti/backoff's and sethvargo/go-retry's backoffs are objects whose
+// state carries over from one use to the next).
+func TestRetryScheduleIsAValue(t *testing.T) {
+	ms := time.Millisecond
+	s := backoff.Schedule{Duration: 10 * ms, Factor: 2, Steps: 4}
+	for range 2 {
+		r := runRetry(t, context.Background(), s, nil)
+		assert.Equal(t, []time.Duration{0, 10 * ms, 30 * ms, 70 * ms}, r.at)
+	}
 }
 
 func TestOnError(t *testing.T) {
@@ -605,9 +756,10 @@ func TestRetryAcceptsJitterUpToMaxRetryJitter(t *testing.T) {
 // Retry-After hint, and checks each wait it announces (through WithNotify,
 // which then steps the fake clock by it): never negative, never above its
 // bound. The bound is the hint limit for a hinted error (unless hints are
-// ignored), Cap for the full, equal and decorrelated kinds, and Cap plus
+// ignored), Cap for the full, equal and decorrelated kinds, Cap plus
 // Jitter·Cap for the proportional kind (Kubernetes' jitter on top of the
-// cap); without a Cap, only saturation bounds it.
+// cap), and Cap plus min(Jitter, 1)·Cap for the symmetric kind; without a
+// Cap, only saturation bounds it.
 func FuzzRetryDelay(f *testing.F) {
 	ms := int64(time.Millisecond)
 	f.Add(10*ms, 2.0, 0.0, int64(0), uint8(0), false, int64(0), int64(-1), uint8(5))
@@ -615,6 +767,8 @@ func FuzzRetryDelay(f *testing.F) {
 	f.Add(10*ms, 3.0, 0.0, 100*ms, uint8(1), false, int64(0), int64(-1), uint8(8))
 	f.Add(10*ms, 3.0, 0.0, 100*ms, uint8(2), false, int64(0), int64(-1), uint8(8))
 	f.Add(10*ms, 3.0, 0.0, 100*ms, uint8(3), false, int64(0), int64(-1), uint8(8))
+	f.Add(10*ms, 2.0, 0.5, 100*ms, uint8(4), false, int64(0), int64(-1), uint8(8))
+	f.Add(int64(time.Hour), 2.0, 5.0, int64(10*time.Hour), uint8(4), false, int64(0), int64(-1), uint8(6))
 	f.Add(10*ms, 2.0, 0.1, 0*ms, uint8(0), true, int64(-5), int64(-1), uint8(4))
 	f.Add(10*ms, 2.0, 0.1, 0*ms, uint8(1), true, int64(math.MaxInt64), int64(2000*ms), uint8(4))
 	f.Add(10*ms, 2.0, 0.1, 0*ms, uint8(2), true, int64(24*time.Hour), int64(0), uint8(4))
@@ -624,7 +778,7 @@ func FuzzRetryDelay(f *testing.F) {
 	f.Fuzz(func(t *testing.T, duration int64, factor, jitter float64, limit int64, kind uint8, useHint bool, hint, maxHint int64, steps uint8) {
 		s := backoff.Schedule{Duration: time.Duration(duration), Factor: factor, Jitter: jitter,
 			Steps: int(steps%10) + 1, Cap: time.Duration(limit)}
-		k := backoff.JitterKind(kind % 4)
+		k := backoff.JitterKind(kind % 5)
 		fc := testclock.NewFakeClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
 		opts := []backoff.Option{backoff.WithClock(fc), backoff.WithJitterKind(k)}
 		hintLimit := backoff.DefaultMaxRetryAfter
@@ -638,6 +792,9 @@ func FuzzRetryDelay(f *testing.F) {
 			bound = s.Cap
 			if k == backoff.ProportionalJitter && jitter > 0 {
 				bound = wtSatAdd(s.Cap, wtSatScale(s.Cap, jitter))
+			}
+			if k == backoff.SymmetricJitter && jitter > 0 {
+				bound = wtSatAdd(s.Cap, wtSatScale(s.Cap, min(jitter, 1)))
 			}
 		}
 		if useHint && !ignoreHints && hint > 0 { // a hint ≤ 0 is no hint
@@ -673,10 +830,10 @@ func FuzzRetryDelay(f *testing.F) {
 // TestWithJitterKindRejectsUnknownKinds: the JitterKind constants are
 // accepted; the values around them panic at the option.
 func TestWithJitterKindRejectsUnknownKinds(t *testing.T) {
-	for _, k := range []backoff.JitterKind{backoff.ProportionalJitter, backoff.FullJitter, backoff.EqualJitter, backoff.DecorrelatedJitter} {
+	for _, k := range []backoff.JitterKind{backoff.ProportionalJitter, backoff.FullJitter, backoff.EqualJitter, backoff.DecorrelatedJitter, backoff.SymmetricJitter} {
 		assert.NotPanics(t, func() { backoff.WithJitterKind(k) }, "kind %d", k)
 	}
-	for _, k := range []backoff.JitterKind{-1, backoff.DecorrelatedJitter + 1} {
+	for _, k := range []backoff.JitterKind{-1, backoff.SymmetricJitter + 1} {
 		assert.Panics(t, func() { backoff.WithJitterKind(k) }, "kind %d", k)
 	}
 }

@@ -65,7 +65,9 @@ type Schedule struct {
 	// [Jitter]. It does not feed back into the next wait. 0, a negative value
 	// or NaN means no jitter. Jitter is added after Cap is applied, so a
 	// jittered wait can exceed Cap by up to Jitter·Cap, as in Kubernetes.
-	// [Retry]'s other jitter kinds ([WithJitterKind]) ignore it.
+	// [Retry]'s [SymmetricJitter] reads it as a spread on both sides of
+	// the wait instead, and its other jitter kinds ([WithJitterKind])
+	// ignore it.
 	Jitter float64
 
 	// Steps is, for Step, the number of steps in which the wait may still
