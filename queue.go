@@ -3,13 +3,13 @@ package backoff
 import (
 	"context"
 	"errors"
-	"fmt"
 	"github.com/retrykit/backoff/internal/fifo"
 	"github.com/retrykit/backoff/internal/itemstate"
 	"github.com/retrykit/backoff/internal/levels"
 	"github.com/retrykit/backoff/internal/waitheap"
 	"k8s.io/utils/clock"
 	"log/slog"
+	"reflect"
 	"sync"
 	"time"
 )
@@ -150,8 +150,10 @@ func (q *Queue[T]) initPriorities(cfg priorityConfig) {
 	}
 	key, ok := cfg.fairKey.(func(T) string)
 	if !ok {
-		var zero T
-		badArgument("WithFairness", fmt.Sprintf("key must be a func(%T) string for this queue", zero), fmt.Sprintf("%T", cfg.fairKey))
+		// The types, not values: %T of a zero T would print <nil> for an
+		// interface T.
+		item := reflect.TypeOf((*T)(nil)).Elem()
+		badArgument("WithFairness", "key must be a func("+item.String()+") string for this queue", reflect.TypeOf(cfg.fairKey))
 	}
 	q.ready.Init(func(e readyEntry[T]) string { return key(e.item) })
 	q.ready.SetCurrent(q.prios.isCurrent)

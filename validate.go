@@ -25,8 +25,11 @@ import (
 
 // badArgument panics with the package's message for an argument outside its
 // domain. where names the function, problem says which parameter and what it
-// must be.
+// must be. A string is quoted, so that an empty one reads got "".
 func badArgument(where, problem string, got any) {
+	if s, ok := got.(string); ok {
+		got = strconv.Quote(s)
+	}
 	panic(fmt.Sprintf("backoff: %s: %s, got %v", where, problem, got))
 }
 

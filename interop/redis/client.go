@@ -22,6 +22,6 @@ func checkClient(client goredis.UniversalClient, c config, what string) {
 	if enabled || (read > 0 && read <= c.timeout) || c.logger == nil {
 		return
 	}
-	c.logger.Warn("redis: the client's options lack ContextTimeoutEnabled: true, so a stalled Redis can block a decision for the client's ReadTimeout instead of the limiter's timeout",
+	c.logger.Warn(msgPrefix+"the client's options lack ContextTimeoutEnabled: true, so a stalled Redis can block a decision for the client's ReadTimeout instead of the limiter's timeout",
 		slog.String("limiter", what), slog.Duration("timeout", c.timeout))
 }

@@ -141,11 +141,11 @@ return 1
 
 // ErrExceedsBurst is returned when a call asks for more events than the
 // limiter's burst: such a request can never be admitted.
-var ErrExceedsBurst = errors.New("redis: n exceeds the limiter's burst")
+var ErrExceedsBurst = errors.New(msgPrefix + "n exceeds the limiter's burst")
 
 // ErrWouldExceedDeadline is returned by Wait and WaitN when the wait needed
 // would outlast the context's deadline; nothing is reserved then.
-var ErrWouldExceedDeadline = errors.New("redis: wait would exceed the context deadline")
+var ErrWouldExceedDeadline = errors.New(msgPrefix + "wait would exceed the context deadline")
 
 // Result is the detail of one decision.
 type Result struct {
@@ -231,9 +231,7 @@ func sanitizeParams(r float64, burst int) *params {
 }
 
 func newGCRA(where string, client goredis.UniversalClient, what string, r float64, burst int, c config, keyed bool) *gcra {
-	if client == nil {
-		badArgument(where, "client must not be nil", client)
-	}
+	mustBeClient(where, client)
 	if math.IsNaN(r) || r <= 0 {
 		badArgument(where, "r must be positive", r)
 	}
@@ -395,7 +393,7 @@ func scriptArgs(asks []ask) []any {
 func parseDecisions(cmd *goredis.Cmd, asks []ask, out []decision) error {
 	vals, err := cmd.Int64Slice()
 	if err == nil && len(vals) != 1+4*len(asks) {
-		err = errors.New("redis: unexpected reply from the limiter script")
+		err = errors.New(msgPrefix + "unexpected reply from the limiter script")
 	}
 	if err != nil {
 		return err

@@ -14,7 +14,7 @@ import (
 
 // ErrUnavailable is wrapped by the errors of calls that could not reach Redis
 // while the limiter was built [WithFailClosed].
-var ErrUnavailable = errors.New("redis: Redis unavailable")
+var ErrUnavailable = errors.New(msgPrefix + "Redis unavailable")
 
 // Stats counts a limiter's decisions since it was created. The counters only
 // grow; read them again to compute rates.
@@ -158,7 +158,7 @@ func (g *guard) markDown(err error) {
 		if g.failClosed {
 			mode = "refusing"
 		}
-		g.logger.Warn("redis: Redis unavailable, "+mode+" until it answers again",
+		g.logger.Warn(msgPrefix+"Redis unavailable, "+mode+" until it answers again",
 			slog.String("limiter", g.what), slog.Any("error", err))
 	}
 	if g.onStateChange != nil {
@@ -174,7 +174,7 @@ func (g *guard) markUp() {
 	}
 	g.down.Store(false)
 	if g.logger != nil {
-		g.logger.Info("redis: Redis available again, decisions are shared",
+		g.logger.Info(msgPrefix+"Redis available again, decisions are shared",
 			slog.String("limiter", g.what))
 	}
 	if g.onStateChange != nil {

@@ -3,9 +3,12 @@ package redis
 import (
 	"fmt"
 	"log/slog"
+	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
 	"k8s.io/utils/clock"
 )
 
@@ -119,8 +122,15 @@ func WithLogger(l *slog.Logger) Option {
 
 // WithClock sets the local clock, which times Wait, the probes and the local
 // fallback (default the real clock). Shared decisions use the Redis server's
-// clock whatever this option says.
+// clock whatever this option says. WithClock panics if clk is nil, a typed
+// nil (a nil *testing.FakeClock) included.
 func WithClock(clk clock.WithDelayedExecution) Option {
+	if clk == nil {
+		badArgument("WithClock", "clk must not be nil", nil)
+	}
+	if v := reflect.ValueOf(clk); v.Kind() == reflect.Pointer && v.IsNil() {
+		badArgument("WithClock", "clk must not be nil", typedNil{clk})
+	}
 	return func(c *config) { c.clock = clk }
 }
 
@@ -177,8 +187,34 @@ func WithSpreadKeys() Option {
 	return func(c *config) { c.spreadKeys = true }
 }
 
+// msgPrefix begins the package's errors, panics and log messages. It is not
+// the package's name, "redis", which go-redis's own messages begin with: a
+// message of ours must not read as one of go-redis's.
+const msgPrefix = "backoff/redis: "
+
 // badArgument panics with the library's message for an argument outside its
-// domain (the bad-input rule of github.com/retrykit/backoff).
+// domain (the bad-input rule of github.com/retrykit/backoff). A string is
+// quoted, so that an empty one reads got "".
 func badArgument(where, problem string, got any) {
-	panic(fmt.Sprintf("redis: %s: %s, got %v", where, problem, got))
+	if s, ok := got.(string); ok {
+		got = strconv.Quote(s)
+	}
+	panic(fmt.Sprintf(msgPrefix+"%s: %s, got %v", where, problem, got))
+}
+
+// typedNil prints a non-nil interface that holds a nil pointer, for a panic
+// message: "a nil *redis.Client".
+type typedNil struct{ v any }
+
+func (n typedNil) String() string { return fmt.Sprintf("a nil %T", n.v) }
+
+// mustBeClient panics if client is nil, a typed nil (a nil *goredis.Client)
+// included, which would otherwise crash on the first decision.
+func mustBeClient(where string, client goredis.UniversalClient) {
+	if client == nil {
+		badArgument(where, "client must not be nil", nil)
+	}
+	if v := reflect.ValueOf(client); v.Kind() == reflect.Pointer && v.IsNil() {
+		badArgument(where, "client must not be nil", typedNil{client})
+	}
 }

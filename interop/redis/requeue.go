@@ -63,13 +63,18 @@ type ItemExponentialFailureRateLimiter[T comparable] struct {
 // negative, or maxDelay is below baseDelay.
 func NewItemExponentialFailureRateLimiter[T comparable](client goredis.UniversalClient, name string, baseDelay, maxDelay time.Duration, opts ...Option) *ItemExponentialFailureRateLimiter[T] {
 	const where = "NewItemExponentialFailureRateLimiter"
-	if client == nil {
-		badArgument(where, "client must not be nil", client)
-	}
+	mustBeClient(where, client)
 	c := newConfig(opts)
 	kl := newKeyLayout(where, c, name)
+	// The library's rule for the delays, checked here so that the message
+	// names this constructor and this package.
+	if baseDelay <= 0 {
+		badArgument(where, "baseDelay must be positive", baseDelay)
+	}
+	if maxDelay < baseDelay {
+		badArgument(where, "maxDelay must not be less than baseDelay "+baseDelay.String(), maxDelay)
+	}
 	checkClient(client, c, kl.what())
-	// The library's constructor applies the bad-input rule to the delays.
 	local := backoff.NewItemExponentialFailureRateLimiter[string](baseDelay, maxDelay)
 	ttl := c.failureTTL
 	if ttl == 0 {
