@@ -90,10 +90,11 @@ for m in "${modules[@]}"; do
       GOMODCACHE="$tmp/modcache" GOPROXY="file://$tmp/proxy,file://$cachedl" \
       GONOSUMDB=github.com/retrykit GOPRIVATE= GONOPROXY= GOSUMDB="$sumdb"
     # The go command's own lines (what it downloaded, added, compiled) go
-    # to a log, shown when a step fails.
+    # to a log, shown when the step fails. (errexit does not hold in an if's
+    # condition: each step exits by itself.)
     step() {
-      if ! "$@" >>"$c/go.log" 2>&1; then
-        cat "$c/go.log"; echo "failed: $*"; return 1
+      if ! "$@" >"$c/go.log" 2>&1; then
+        cat "$c/go.log"; echo "failed: $*"; exit 1
       fi
     }
     step go mod init example.com/rehearsal/"$name"
