@@ -58,16 +58,39 @@
 // # Bad input
 //
 // Constructors and Option functions panic on an argument outside its
-// domain (a negative duration, a NaN or negative factor), with a message
-// naming the function and the parameter:
+// domain, on the caller's goroutine, with a message that names the function
+// and the parameter:
 //
 //	backoff: NewBackOff: initial must be positive, got -1s
 //
-// So does every helper given a nil function or context, at the call. Values
-// that arrive at call time, often from data (a delay passed to AddAfter, a
-// Schedule's fields, a Retry-After hint), are never rejected but clamped as
-// documented where they are read: a negative delay counts as zero. Retry
-// refuses only the two Schedules whose waits would be centuries. No function
-// returns a negative delay or one above its cap, and no computation
-// overflows: delays saturate.
+// Outside the domain are: a nil function, context, interface or pointer (a
+// typed nil included); a negative duration, and a zero one for a first delay
+// or a window; a NaN, infinite or negative number (a factor, a ratio, a
+// rate), and a limiter's rate of 0; a negative count, and one below 1 for a
+// burst, a concurrency limit or a number of workers; and a maximum below its
+// minimum.
+// The helpers that take a function ([Retry], [Until] and the other loop
+// helpers, the poll functions, [ExponentialBackoff], [OnError],
+// [RunWorkers]) panic at the call, before anything runs, on a nil function,
+// context, manager or queue (and RunWorkers on fewer than 1 worker), whatever
+// [WithPanicHandler] says.
+//
+// The exceptions keep the meaning that the API they mirror gives a value:
+//
+//   - [NewLimiter] and [NewKeyedLimiter] accept what x/time/rate's NewLimiter
+//     does: a rate of 0 (the burst, then nothing), a burst of 0 (nothing at
+//     all, unless the rate is +Inf) and a rate of +Inf (everything).
+//   - A rate of +Inf means no limit to [NewBucketRateLimiter] and
+//     [WithInitialRate] too.
+//   - [OnError]'s nil retriable retries every error, as client-go's does, and
+//     httpretry.NewTransport's nil base is http.DefaultTransport.
+//
+// Values that arrive at call time, often from data (a delay passed to
+// AddAfter, a Schedule's fields, a loop's period, a poll interval, a
+// Retry-After hint), are never rejected but clamped as documented where they
+// are read: a negative delay counts as zero. Retry refuses only the two
+// Schedules whose waits would be centuries (an infinite Factor without a
+// Cap, a Jitter above [MaxRetryJitter]), and httpretry's constructors refuse
+// them too. No function returns a negative delay or one above its cap, and
+// no computation overflows: delays saturate.
 package backoff

@@ -153,12 +153,15 @@ func NewKeyedLimiter[K comparable](r float64, burst int, opts ...Option) *KeyedL
 // From n = 4096 up, the bound is split evenly over the limiter's 16 parts
 // (see [KeyedLimiter]), each enforcing its share: new keys of a part that
 // has reached its share go to the shared bucket even if another part has
-// room, so that can begin slightly before n keys are held in all. n ≤ 0
+// room, so that can begin slightly before n keys are held in all. n = 0
 // means no bound of the caller's (the default); the table's own bound (see
-// [KeyedLimiter]) holds in any case, with the same behaviour. Other
-// constructors ignore it.
+// [KeyedLimiter]) holds in any case, with the same behaviour. A negative n
+// panics. Other constructors ignore it.
 func WithMaxKeys(n int) Option {
-	return countOption(optionMaxKeys, max(n, 0))
+	if n < 0 {
+		badArgument("WithMaxKeys", "n must not be negative", n)
+	}
+	return countOption(optionMaxKeys, n)
 }
 
 func (k *KeyedLimiter[K]) now() time.Duration {

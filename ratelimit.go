@@ -449,16 +449,14 @@ type MaxOfRateLimiter[T comparable] struct {
 }
 
 // NewMaxOfRateLimiter returns a [MaxOfRateLimiter] over limiters. It panics
-// if a limiter is nil, or if there is none: client-go's returns 0 from every
+// if a limiter is nil (a typed nil included), or if there is none: client-go's returns 0 from every
 // When then, so a queue would requeue a failing item at once, in a hot loop.
 func NewMaxOfRateLimiter[T comparable](limiters ...RateLimiter[T]) *MaxOfRateLimiter[T] {
 	if len(limiters) == 0 {
 		badArgument("NewMaxOfRateLimiter", "limiters must hold at least one limiter", 0)
 	}
 	for i, l := range limiters {
-		if l == nil {
-			badArgument("NewMaxOfRateLimiter", "limiters["+strconv.Itoa(i)+"] must not be nil", l)
-		}
+		mustNotBeNil("NewMaxOfRateLimiter", "limiters["+strconv.Itoa(i)+"]", isNilValue(l))
 	}
 	return &MaxOfRateLimiter[T]{limiters: append([]RateLimiter[T](nil), limiters...)}
 }
@@ -523,13 +521,11 @@ type WithMaxWaitRateLimiter[T comparable] struct {
 
 // NewWithMaxWaitRateLimiter returns a [WithMaxWaitRateLimiter] that caps
 // limiter's delays at maxDelay. A maxDelay of 0 makes every delay 0 while the
-// inner limiter still counts failures. A nil limiter or a negative maxDelay
-// panics.
+// inner limiter still counts failures. A nil limiter (a typed nil included)
+// or a negative maxDelay panics.
 func NewWithMaxWaitRateLimiter[T comparable](limiter RateLimiter[T], maxDelay time.Duration) *WithMaxWaitRateLimiter[T] {
 	const where = "NewWithMaxWaitRateLimiter"
-	if limiter == nil {
-		badArgument(where, "limiter must not be nil", limiter)
-	}
+	mustNotBeNil(where, "limiter", isNilValue(limiter))
 	mustNotBeNegative(where, "maxDelay", maxDelay)
 	return &WithMaxWaitRateLimiter[T]{limiter: limiter, maxDelay: maxDelay}
 }

@@ -185,11 +185,9 @@ type RetryBudgetMetrics interface {
 
 // WithRetryBudgetMetrics makes [NewRetryBudget] report the budget's decisions
 // to m. The default is no reporting. WithRetryBudgetMetrics panics if m is
-// nil.
+// nil, a typed nil included.
 func WithRetryBudgetMetrics(m RetryBudgetMetrics) Option {
-	if m == nil {
-		badArgument("WithRetryBudgetMetrics", "metrics must not be nil", m)
-	}
+	mustNotBeNil("WithRetryBudgetMetrics", "m", isNilValue(m))
 	return valueOption(optionRetryBudgetMetrics, m)
 }
 
@@ -238,9 +236,7 @@ func NewRetryBudget(ratio float64, minPerSecond float64, window time.Duration, o
 // queue, see [RateLimitingQueue.AddRateLimited]. WithRetryBudget panics if b
 // is nil.
 func WithRetryBudget(b *RetryBudget) Option {
-	if b == nil {
-		badArgument("WithRetryBudget", "budget must not be nil", b)
-	}
+	mustNotBeNil("WithRetryBudget", "b", b == nil)
 	return valueOption(optionRetryBudget, b)
 }
 

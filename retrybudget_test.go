@@ -334,9 +334,9 @@ func TestNewRetryBudgetBadInput(t *testing.T) {
 			assert.PanicsWithValue(t, tc.want, func() { backoff.NewRetryBudget(tc.ratio, tc.perSecond, tc.window) })
 		})
 	}
-	assert.PanicsWithValue(t, "backoff: WithRetryBudget: budget must not be nil, got <nil>",
+	assert.PanicsWithValue(t, "backoff: WithRetryBudget: b must not be nil, got <nil>",
 		func() { backoff.WithRetryBudget(nil) })
-	assert.PanicsWithValue(t, "backoff: WithRetryBudgetMetrics: metrics must not be nil, got <nil>",
+	assert.PanicsWithValue(t, "backoff: WithRetryBudgetMetrics: m must not be nil, got <nil>",
 		func() { backoff.WithRetryBudgetMetrics(nil) })
 }
 
