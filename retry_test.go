@@ -226,6 +226,19 @@ func TestRetryAfter(t *testing.T) {
 	assert.Equal(t, io.EOF, ra.Unwrap())
 }
 
+// TestRetryGivingUpAfterAHintReturnsTheHintedError: when the attempts run
+// out on an error that carried a Retry-After hint, the *RetryError's last
+// error is the one given to RetryAfter, message included
+// (cenkalti/backoff v5's hint carried no error, and was all Retry returned).
+func TestRetryGivingUpAfterAHintReturnsTheHintedError(t *testing.T) {
+	errThrottled := errors.New("429 Too Many Requests")
+	r := runRetry(t, context.Background(), backoff.Schedule{Duration: time.Millisecond, Steps: 2},
+		[]error{backoff.RetryAfter(time.Second, errThrottled), backoff.RetryAfter(time.Second, errThrottled)})
+	assert.Equal(t, []time.Duration{0, time.Second}, r.at)
+	assert.ErrorIs(t, r.err, errThrottled)
+	assert.EqualError(t, r.err, "backoff: retry stopped after 2 attempts: attempts exhausted; last error: 429 Too Many Requests")
+}
+
 func TestRetryEndsWithTheContext(t *testing.T) {
 	t.Run("done on entry: fn never runs", func(t *testing.T) {
 		err := backoff.Retry(wtCanceled(), backoff.Schedule{Steps: 3}, func(context.Context) error {
