@@ -66,14 +66,31 @@
 //
 // # Pacing
 //
-// backoff.WithPacer paces every attempt, the first included, with one of
-// the package's pacers: a static backoff.Limiter (at most so many attempts
-// a second), a backoff.AdaptiveRate (a rate learned from 429s and their
-// Retry-After), a backoff.AdaptiveLimiter (a concurrency limit learned from
-// latency) or a backoff.Throttler (client-side throttling):
+// backoff.WithPacer paces every attempt, the first included, with one of the
+// package's pacers. Each answers one kind of failure, and does little
+// against the others:
 //
-//	limiter := backoff.NewAdaptiveLimiter()
-//	client := &http.Client{Transport: httpretry.NewTransport(nil, schedule, backoff.WithPacer(limiter))}
+//   - 429 Too Many Requests (or 503) with a Retry-After, from a quota of
+//     requests per second that the client cannot see, such as a cloud API's
+//     shared with other clients: a backoff.AdaptiveRate, which learns the
+//     rate from those answers and waits for it before each attempt.
+//   - Latency that grows, then timeouts and 503s, when more requests are in
+//     flight than the downstream can serve at once: a
+//     backoff.AdaptiveLimiter, which learns how many may be in flight. It
+//     bounds concurrency, not the rate: against a quota of requests per
+//     second, answered quickly, it changes next to nothing.
+//   - A rate the client knows (the API documents 100 requests a second): a
+//     backoff.Limiter.
+//   - A downstream that refuses most requests, in an outage: a
+//     backoff.Throttler, which stops sending most of them from the client.
+//   - Retries that multiply the load in an outage (a retry storm):
+//     backoff.WithRetryBudget, not a pacer, which allows retries only while
+//     they stay within a share of the requests.
+//
+// For the common case of an API with a quota:
+//
+//	rate := backoff.NewAdaptiveRate()
+//	client := &http.Client{Transport: httpretry.NewTransport(nil, schedule, backoff.WithPacer(rate))}
 //
 // A 429 or 503 is an overload signal ([StatusError] matches
 // backoff.ErrOverloaded, and a Retry-After rides along), a connection error

@@ -118,9 +118,30 @@ func ExampleTransport_Idempotent() {
 	// POST /orders retried: false
 }
 
-// A Transport paced by an AdaptiveLimiter: each attempt holds a permit, and
-// a 503 lowers the limit.
-func ExampleNewTransport_pacer() {
+// A Transport paced by an AdaptiveRate, for an API whose quota answers 429
+// with a Retry-After: the 429 cuts the rate that later requests are sent at,
+// and the retry waits for the server's Retry-After.
+func ExampleNewTransport_quota() {
+	server := &fakeServer{answer(http.StatusTooManyRequests, "Retry-After", "2"), {StatusCode: http.StatusOK}}
+	clock := testclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rate := backoff.NewAdaptiveRate(backoff.WithClock(clock), backoff.WithInitialRate(10))
+	client := &http.Client{Transport: httpretry.NewTransport(server, backoff.Schedule{Steps: 3, Duration: time.Second},
+		backoff.WithClock(clock), backoff.WithPacer(rate),
+		backoff.WithNotify(func(_ int, _ error, next time.Duration) { clock.Step(next) }))}
+	resp, err := client.Get("http://api.example/items")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	fmt.Printf("%d after a wait of %v; rate cut from 10 to %.0f requests/s\n", resp.StatusCode, clock.Since(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), rate.Rate())
+	// Output: 200 after a wait of 2s; rate cut from 10 to 8 requests/s
+}
+
+// A Transport paced by an AdaptiveLimiter, for a downstream that slows down
+// and answers 503 when too many requests are in flight: each attempt holds a
+// permit, and the 503 lowers the limit.
+func ExampleNewTransport_overload() {
 	server := &fakeServer{{StatusCode: http.StatusServiceUnavailable}, {StatusCode: http.StatusOK}}
 	clock := testclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	limiter := backoff.NewAdaptiveLimiter(backoff.WithClock(clock), backoff.WithInitialLimit(20))
