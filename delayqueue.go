@@ -5,10 +5,12 @@ import (
 )
 
 // DelayingQueue is a [Queue] that can also add an item after a delay. It is
-// client-go's delaying queue (its method set is exactly
+// client-go's delaying queue (its method set holds
 // workqueue.TypedDelayingInterface[T], plus GetContext, GetWithPriority,
-// GetContextWithPriority, AddWithOptions, NextReadyAt and TakeWaiting),
-// reworked so that waiting costs nothing while nothing is due:
+// GetContextWithPriority, AddWithOptions, and the methods that move, cancel,
+// read and park waiting items: Reschedule, CancelWaiting, WaitingFor,
+// NextReadyAt, TakeWaiting, Park, Wake and Parked), reworked so that waiting
+// costs nothing while nothing is due:
 //
 //   - AddAfter is synchronous. Waiting items live in a min-heap ordered by
 //     ready time, with an index for O(log n) updates, guarded by the queue's
@@ -29,6 +31,12 @@ import (
 //
 // A DelayingQueue is safe for concurrent use by multiple goroutines. Its zero
 // value is not usable: create it with [NewDelayingQueue].
+//
+// Besides its own methods (which go doc lists below), it has those of the
+// [Queue] it embeds: [Queue.Add], [Queue.Done], [Queue.Get],
+// [Queue.GetContext], [Queue.GetWithPriority], [Queue.GetContextWithPriority],
+// [Queue.Len], [Queue.ShutDown], [Queue.ShutDownWithDrain] and
+// [Queue.ShuttingDown].
 type DelayingQueue[T comparable] struct {
 	Queue[T]
 }

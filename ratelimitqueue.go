@@ -7,16 +7,31 @@ import (
 
 // RateLimitingQueue is a [DelayingQueue] that requeues items after a delay
 // chosen by a [RateLimiter]: the queue a controller's workers drain, as
-// client-go's rate-limiting queue is (its method set is exactly
-// workqueue.TypedRateLimitingInterface[T], plus GetContext, GetWithPriority,
-// GetContextWithPriority, AddWithOptions, NextReadyAt and TakeWaiting), so it
-// can be returned from controller-runtime's
-// Options.NewQueue. A worker that fails on an item calls AddRateLimited(item)
-// then Done(item); one that succeeds calls Forget(item) then Done(item).
-// [RunWorkers] does this for you.
+// client-go's rate-limiting queue is (its method set holds
+// workqueue.TypedRateLimitingInterface[T], plus the methods listed below), so
+// it can be returned from controller-runtime's Options.NewQueue. A worker
+// that fails on an item calls AddRateLimited(item) then Done(item); one that
+// succeeds calls Forget(item) then Done(item). [RunWorkers] does this for
+// you.
 //
 // A RateLimitingQueue is safe for concurrent use by multiple goroutines. Its
 // zero value is not usable: create it with [NewRateLimitingQueue].
+//
+// # Methods of the embedded queues
+//
+// It has every method of the [DelayingQueue] it embeds, and of that one's
+// [Queue], besides its own (which go doc lists below):
+//
+//   - delays: [DelayingQueue.AddAfter]; [DelayingQueue.Reschedule] moves an
+//     item's pending delayed add, earlier or later;
+//     [DelayingQueue.CancelWaiting] removes it; [DelayingQueue.WaitingFor]
+//     says how long it has left; [DelayingQueue.NextReadyAt] and
+//     [DelayingQueue.TakeWaiting] read and take every waiting item.
+//   - parking: [DelayingQueue.Park] holds an item back until a condition
+//     holds or a time has passed, [DelayingQueue.Wake] re-checks the
+//     conditions, [DelayingQueue.Parked] says whether an item is parked.
+//   - the queue: [Queue.Add], [Queue.Done], [Queue.Len], [Queue.ShutDown],
+//     [Queue.ShutDownWithDrain] and [Queue.ShuttingDown].
 type RateLimitingQueue[T comparable] struct {
 	DelayingQueue[T]
 	limiter RateLimiter[T]

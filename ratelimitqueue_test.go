@@ -5,7 +5,14 @@ import (
 	"github.com/retrykit/backoff"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"go/types"
 	testingclock "k8s.io/utils/clock/testing"
+	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -241,5 +248,64 @@ func TestRateLimitingQueueDefaultControllerMatchesControllerRuntime(t *testing.T
 		require.Equal(t, 0, q.Len(), "failure %d: ready 1ns early", n+1)
 		fc.Step(1)
 		require.Equal(t, 1, q.Len(), "failure %d: not ready after %v", n+1, d)
+	}
+}
+
+// TestQueueDocsNameThePromotedMethods: go doc lists only the methods declared
+// on a type, not those promoted from the queue it embeds, so the doc comments
+// of RateLimitingQueue and DelayingQueue name those ([DelayingQueue.Park]...):
+// without that, go doc RateLimitingQueue shows neither Reschedule nor Park.
+func TestQueueDocsNameThePromotedMethods(t *testing.T) {
+	fset := token.NewFileSet()
+	files, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	declared := map[string]map[string]bool{} // type → methods declared on it
+	docs := map[string]string{}              // type → its doc comment
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.ParseComments)
+		require.NoError(t, err)
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if d.Recv == nil {
+					continue
+				}
+				recv := types.ExprString(d.Recv.List[0].Type)
+				recv = strings.TrimPrefix(recv, "*")
+				recv, _, _ = strings.Cut(recv, "[")
+				if declared[recv] == nil {
+					declared[recv] = map[string]bool{}
+				}
+				declared[recv][d.Name.Name] = true
+			case *ast.GenDecl:
+				for _, spec := range d.Specs {
+					if ts, ok := spec.(*ast.TypeSpec); ok && d.Doc != nil {
+						docs[ts.Name.Name] = d.Doc.Text()
+					}
+				}
+			}
+		}
+	}
+	for name, typ := range map[string]reflect.Type{
+		"RateLimitingQueue": reflect.TypeOf(&backoff.RateLimitingQueue[int]{}),
+		"DelayingQueue":     reflect.TypeOf(&backoff.DelayingQueue[int]{}),
+	} {
+		promoted := 0
+		for i := range typ.NumMethod() {
+			m := typ.Method(i).Name
+			if declared[name][m] {
+				continue
+			}
+			promoted++
+			from := "Queue"
+			if declared["DelayingQueue"][m] {
+				from = "DelayingQueue"
+			}
+			assert.Contains(t, docs[name], "["+from+"."+m+"]", "%s's doc comment does not name %s, which go doc does not list", name, m)
+		}
+		assert.NotZero(t, promoted, name)
 	}
 }
