@@ -32,8 +32,13 @@ import (
 // apart from the call, as with Kubernetes' ticker, so a check's run time
 // counts towards the interval. A check that overruns one or more grid points
 // is followed at once by one more check (the tick a ticker would have kept),
-// and the grid points it overran are skipped. An interval ≤ 0 checks the
-// condition back to back, as Kubernetes does.
+// and the grid points it overran are skipped.
+//
+// An interval ≤ 0 checks the condition back to back, as Kubernetes does: a
+// busy loop that keeps a core busy until the condition is met or returns an
+// error, or ctx ends. It does not touch the clock, so a FakeClock does not hold it back
+// either. Give an interval > 0 unless the condition itself blocks until
+// something changes.
 //
 // Waits go through the clock given with [WithClock], on one timer reused for
 // every wait; a wait of 0 does not touch the clock. A panic in condition
@@ -49,7 +54,8 @@ func PollUntilContextCancel(ctx context.Context, interval time.Duration, immedia
 // error (returned as is), or ctx is done or timeout has passed
 // (context.DeadlineExceeded, as in Kubernetes). It blocks until then. A
 // timeout ≤ 0 has passed already: with immediate set the condition is still
-// checked once, as in Kubernetes.
+// checked once, as in Kubernetes. An interval ≤ 0 spins until the timeout, as
+// for PollUntilContextCancel.
 //
 // The timeout is measured on the clock given with [WithClock], not with
 // context.WithTimeout, which would always read the real clock: on a
