@@ -16,16 +16,19 @@ import (
 // limiters, with its own eviction, that services write by hand.
 //
 // A key that has never been seen, and a key whose bucket has refilled to
-// full, are the same thing: a full bucket. The limiter keeps state only for
-// keys whose buckets are not full, and reclaims the others as it is used:
+// full, are the same thing: a full bucket, so the limiter may forget a key
+// whose bucket is full. It does so when memory asks, not as time passes:
 // when its table would have to grow to add a key, it first drops every key
-// whose bucket is full again, and sizes the table for the keys left (for a
-// few times them while keys keep refilling between their calls and coming
-// back, so that the drops do not come at every few new keys). No
-// goroutine sweeps; memory follows the number of keys whose buckets are not
-// full, not the number of keys ever seen (a table that stops receiving new
-// keys keeps what it holds until new keys arrive). Memory is bounded
-// further by [WithMaxKeys]; beyond that many keys, see there.
+// whose bucket is full and that has not been used since the table last did
+// this, and sizes the table for the keys left. A key that keeps coming back
+// (a client under its limit, calling every few seconds) keeps its entry
+// however often its bucket refills between calls, so its calls never pay
+// to be added again; a key that stops coming goes at the second growth
+// after its last call. No goroutine sweeps; memory follows the keys that
+// are not full or were used lately, not the keys ever seen (a table that
+// stops receiving new keys keeps what it holds until new keys arrive).
+// Memory is bounded further by [WithMaxKeys]; beyond that many keys, see
+// there.
 //
 // Every key has the limiter's rate and burst unless [KeyedLimiter.SetKeyLimit]
 // gives it its own. The delays are those of a [Limiter] with the key's rate
@@ -75,7 +78,17 @@ type keyedShard[K comparable] struct {
 	// now is the instant at which the table's Stale function judges whether
 	// a bucket is full: set under mu before every call that may sweep.
 	now time.Duration
-	_   [64]byte // keeps the next shard's lock off this shard's cache line
+	// A pass over the table (before it grows) drops a full bucket only if
+	// its key has not been used since keepSince, the instant of the pass
+	// before; passAt is the instant of the latest pass. A key that comes
+	// back between two passes is thus kept, however often its bucket
+	// refills in between: dropping it would cost an insert at its next call
+	// and, with many such keys, a pass and a rebuild every few inserts (see
+	// BenchmarkKeyedLimiterAllow's refill rows). A Sweep, which runs only at
+	// WithMaxKeys' bound, drops any full bucket: keepSince is then
+	// maxDuration.
+	keepSince, passAt time.Duration
+	_                 [64]byte // keeps the next shard's lock off this shard's cache line
 }
 
 type keyLimit struct {
@@ -130,6 +143,9 @@ func NewKeyedLimiter[K comparable](r float64, burst int, opts ...Option) *KeyedL
 			s.maxKeys = keytable.MaxLen
 		}
 		s.buckets.Init(seed, func(key K, st *bucketState) bool {
+			if st.last > s.keepSince {
+				return false // used since the pass before: it comes back
+			}
 			limit, burst := k.limitOfLocked(s, key)
 			return st.tokensAt(s.now, limit, burst) >= float64(burst)
 		})
@@ -336,10 +352,16 @@ func (k *KeyedLimiter[K]) reserveLocked(s *keyedShard[K], h uint64, key K, now t
 		// A full bucket grants any n ≤ burst at once: the key's state is
 		// what is left of it.
 		s.now = now
-		if s.buckets.Len() >= s.maxKeys && s.buckets.Sweep(sweepGroups) == 0 {
-			k.overflow.mu.Lock()
-			defer k.overflow.mu.Unlock()
-			return k.overflow.reserveLocked(now, n, maxWait)
+		if s.buckets.Len() >= s.maxKeys {
+			s.keepSince = maxDuration
+			if s.buckets.Sweep(sweepGroups) == 0 {
+				k.overflow.mu.Lock()
+				defer k.overflow.mu.Unlock()
+				return k.overflow.reserveLocked(now, n, maxWait)
+			}
+		}
+		if s.buckets.Passes() {
+			s.keepSince, s.passAt = s.passAt, now
 		}
 		s.buckets.Insert(h, key, bucketState{tokens: float64(burst - n), last: now})
 		return Reservation{ok: true, tokens: n, limit: limit, timeToAct: now}, 0

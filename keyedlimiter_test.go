@@ -190,6 +190,32 @@ func TestKeyedLimiterMemoryFollowsTheKeysNotFull(t *testing.T) {
 	assert.Less(t, peak, 3*wave, "refilled keys are dropped as new ones arrive")
 }
 
+// TestKeyedLimiterKeepsKeysThatComeBack: 3,000 clients each call once a
+// second, against a limit of 10/s, so every bucket has refilled by the
+// key's next call. Once every key is held, the table keeps them all: a key
+// that comes back between two passes over the table is not dropped, so no
+// call re-inserts its key, and no pass or rebuild (which would allocate) is
+// ever due again.
+func TestKeyedLimiterKeepsKeysThatComeBack(t *testing.T) {
+	clk := clocktesting.NewFakeClock(epoch)
+	k := backoff.NewKeyedLimiter[int](10, 1, backoff.WithClock(clk))
+	const clients = 3_000
+	round := func() {
+		for i := range clients {
+			if !k.Allow(i) {
+				panic("a client that calls once a second is refused")
+			}
+			clk.Step(time.Second / clients)
+		}
+	}
+	for range 3 {
+		round()
+	}
+	assert.Equal(t, clients, k.Len(), "every client is held")
+	assert.Zero(t, testing.AllocsPerRun(3, round), "no key is inserted again: nothing is rebuilt")
+	assert.Equal(t, clients, k.Len())
+}
+
 // TestKeyedLimiterMaxKeysSharded: from 4096 keys up the bound is split
 // over shards; it still holds in total, and keys beyond it still share one
 // bucket.

@@ -207,12 +207,20 @@ func (t *Table[K, V]) Find(h uint64, key K) *V {
 	}
 }
 
+// Passes reports whether the next Insert first passes over the table:
+// judges every entry with the Stale function, drops those it approves and
+// rebuilds the index. An owner whose Stale function depends on when passes
+// happen (keep what was used since the last one) asks before it inserts.
+func (t *Table[K, V]) Passes() bool {
+	return (t.used+1)*maxLoadDen > len(t.index)*maxLoadNum
+}
+
 // Insert adds key, which has hash h and no entry, with value v, and returns
 // a pointer to its value, valid until the next Insert or Sweep. It may first
 // drop stale entries and rebuild the index (see Table). It panics if the
 // table holds MaxLen entries after that.
 func (t *Table[K, V]) Insert(h uint64, key K, v V) *V {
-	if (t.used+1)*maxLoadDen > len(t.index)*maxLoadNum {
+	if t.Passes() {
 		before := t.live
 		t.dropStale()
 		n := t.live + 1

@@ -71,11 +71,15 @@ func (t *Table[K, V]) Find(_ uint64, key K) *V {
 	return nil
 }
 
+// Passes reports whether the next Insert first passes over the table,
+// dropping the stale entries: whether the slice is full.
+func (t *Table[K, V]) Passes() bool { return len(t.entries) == cap(t.entries) }
+
 // Insert adds key, which has no entry, with value v, and returns a pointer
 // to its value, valid until the next Insert or Sweep. Before the slice
 // grows it drops the stale entries.
 func (t *Table[K, V]) Insert(_ uint64, key K, v V) *V {
-	if len(t.entries) == cap(t.entries) {
+	if t.Passes() {
 		for i := 0; i < len(t.entries); {
 			if !t.dropIfStale(i) {
 				i++
