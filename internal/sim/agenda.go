@@ -8,7 +8,6 @@
 package sim
 
 import (
-	"container/heap"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -25,40 +24,65 @@ type Event struct {
 }
 
 // Agenda is a simulation's future: its events by instant, and those of one
-// instant in the order they were scheduled. Schedule and Next are O(log n).
+// instant in the order they were scheduled. Schedule and Next are O(log n)
+// and allocate nothing once the agenda has grown: a binary heap of Events
+// written for the type, since container/heap boxes every event pushed and
+// popped, which dominates a long simulation under the race detector.
 // Its zero value is empty and ready to use.
-type Agenda struct{ events eventHeap }
+type Agenda struct {
+	events []Event
+	seq    int // the next event's place in scheduling order
+}
 
 // Schedule adds an event of kind for id at instant at.
 func (a *Agenda) Schedule(at time.Duration, kind, id int) {
-	heap.Push(&a.events, Event{At: at, Kind: kind, ID: id, seq: a.events.seq})
-	a.events.seq++
+	a.events = append(a.events, Event{At: at, Kind: kind, ID: id, seq: a.seq})
+	a.seq++
+	// Sift up: move the new event above its parents while it comes first.
+	i := len(a.events) - 1
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !a.before(i, parent) {
+			break
+		}
+		a.events[i], a.events[parent] = a.events[parent], a.events[i]
+		i = parent
+	}
 }
 
 // Next removes and returns the earliest event. It panics if the agenda is
 // empty.
-func (a *Agenda) Next() Event { return heap.Pop(&a.events).(Event) }
+func (a *Agenda) Next() Event {
+	first := a.events[0]
+	last := len(a.events) - 1
+	a.events[0] = a.events[last]
+	a.events = a.events[:last]
+	// Sift down: move the event put at the top below its earlier child.
+	i := 0
+	for {
+		child := 2*i + 1
+		if child >= last {
+			break
+		}
+		if right := child + 1; right < last && a.before(right, child) {
+			child = right
+		}
+		if !a.before(child, i) {
+			break
+		}
+		a.events[i], a.events[child] = a.events[child], a.events[i]
+		i = child
+	}
+	return first
+}
 
 // Len returns the number of events to come.
-func (a *Agenda) Len() int { return len(a.events.list) }
+func (a *Agenda) Len() int { return len(a.events) }
 
-// eventHeap implements heap.Interface for Agenda.
-type eventHeap struct {
-	list []Event
-	seq  int
-}
-
-func (h *eventHeap) Len() int { return len(h.list) }
-func (h *eventHeap) Less(i, j int) bool {
-	a, b := h.list[i], h.list[j]
-	return a.At < b.At || a.At == b.At && a.seq < b.seq
-}
-func (h *eventHeap) Swap(i, j int) { h.list[i], h.list[j] = h.list[j], h.list[i] }
-func (h *eventHeap) Push(x any)    { h.list = append(h.list, x.(Event)) }
-func (h *eventHeap) Pop() any {
-	e := h.list[len(h.list)-1]
-	h.list = h.list[:len(h.list)-1]
-	return e
+// before reports whether event i comes before event j.
+func (a *Agenda) before(i, j int) bool {
+	x, y := a.events[i], a.events[j]
+	return x.At < y.At || x.At == y.At && x.seq < y.seq
 }
 
 // Exponential returns an exponentially distributed duration of the given

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,6 +19,34 @@ func TestAgendaRunsEventsByInstantThenInSchedulingOrder(t *testing.T) {
 		got = append(got, q.Next().ID)
 	}
 	assert.Equal(t, []int{1, 3, 4, 0, 2}, got)
+}
+
+// TestAgendaAgreesWithASortedList: events scheduled at random instants,
+// some shared, with removals interleaved, come out by instant and then in
+// scheduling order, as a stable sort of what is scheduled would give them.
+func TestAgendaAgreesWithASortedList(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var q Agenda
+	var model []Event // pending events, kept sorted stably by instant
+	for id := range 5000 {
+		at := time.Duration(r.IntN(300))
+		q.Schedule(at, 0, id)
+		i, _ := slices.BinarySearchFunc(model, at+1, func(e Event, t time.Duration) int { return int(e.At - t) })
+		model = slices.Insert(model, i, Event{At: at, ID: id})
+		for r.IntN(3) == 0 && q.Len() > 0 {
+			e := q.Next()
+			if e.At != model[0].At || e.ID != model[0].ID {
+				t.Fatalf("got event %d at %v, want %d at %v", e.ID, e.At, model[0].ID, model[0].At)
+			}
+			model = model[1:]
+		}
+	}
+	for q.Len() > 0 {
+		e := q.Next()
+		assert.Equal(t, model[0].ID, e.ID)
+		model = model[1:]
+	}
+	assert.Empty(t, model)
 }
 
 func TestStatistics(t *testing.T) {
