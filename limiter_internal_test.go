@@ -41,9 +41,9 @@ func lockedAllowN(l *Limiter, now time.Duration, n int) bool {
 func TestLimiterLockFreeRefusalMatchesLocked(t *testing.T) {
 	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	limits := []float64{0, 0.5, 3, 7.3, 10, 1e6, 1e6 + 1, 3.3e7, InfLimit}
-	sequences := 400
-	if testing.Short() {
-		sequences = 40
+	sequences := 40
+	if longTests() {
+		sequences = 400
 	}
 	fastRefusals, fastGrants := 0, 0
 	for seq := range sequences {
@@ -159,9 +159,9 @@ func takesOne(s bucketState, now time.Duration, limit float64, burst int) bool {
 func TestFirstGrantOfOneIsExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(23, 14))
 	rates := []float64{1e-3, 0.5, 1, 3, 7.3, 10, 1e3, 1e6, 1e6 + 1, 3.3e7, 1e9, 0}
-	iterations := 30_000
-	if testing.Short() {
-		iterations = 3_000
+	iterations := 3_000
+	if longTests() {
+		iterations = 30_000
 	}
 	for i := range iterations {
 		limit := rates[rng.IntN(len(rates))]
