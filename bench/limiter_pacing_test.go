@@ -157,6 +157,11 @@ func BenchmarkKeyedLimiterAllow(b *testing.B) {
 	ks := keys(n)
 	shuffled := slices.Clone(ks)
 	rand.New(rand.NewPCG(1, 2)).Shuffle(n, func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	small := keys(10_000)
+	smallShuffled := slices.Clone(small)
+	rand.New(rand.NewPCG(3, 4)).Shuffle(len(small), func(i, j int) {
+		smallShuffled[i], smallShuffled[j] = smallShuffled[j], smallShuffled[i]
+	})
 	for _, im := range keyedPacerImpls {
 		b.Run("impl="+im.name, func(b *testing.B) {
 			b.Run("keys="+count(n), func(b *testing.B) {
@@ -168,6 +173,17 @@ func BenchmarkKeyedLimiterAllow(b *testing.B) {
 				})
 				b.Run("order=random/keys="+count(n), func(b *testing.B) {
 					benchKeyed(b, im, "random", shuffled, 10, 100)
+				})
+			})
+			// The small regime: 10,000 keys, whose table fits in the
+			// caches, at a rate high enough (1,000/s) that a key's bucket
+			// has refilled again by its next call, as at 1M keys and 10/s.
+			b.Run("refill=1000", func(b *testing.B) {
+				b.Run("order=seen/keys="+count(len(small)), func(b *testing.B) {
+					benchKeyed(b, im, "small-seen", small, 1000, 100)
+				})
+				b.Run("order=random/keys="+count(len(small)), func(b *testing.B) {
+					benchKeyed(b, im, "small-random", smallShuffled, 1000, 100)
 				})
 			})
 		})

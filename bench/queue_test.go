@@ -133,6 +133,31 @@ func BenchmarkAddAfter(b *testing.B) {
 	})
 }
 
+// BenchmarkAddAfterSmall is BenchmarkAddAfter in queues that hold at most
+// 10,000 waiting items, nearer what a controller holds: every 10,000 calls
+// the queue is shut down and a new one is made, both counted. It runs at
+// the hot paths' -benchtime, so the queues are made again and again.
+func BenchmarkAddAfterSmall(b *testing.B) {
+	const size = 10_000
+	forEach(b, queueImpls, func(b *testing.B, mk func() queue) {
+		b.ReportAllocs()
+		cpu := cpuTime()
+		q := mk()
+		for i := range b.N {
+			if i%size == 0 && i > 0 {
+				absorb(b, q)
+				q.ShutDown()
+				q = mk()
+			}
+			q.AddAfter(i%size, farDelays[i&farMask])
+		}
+		absorb(b, q)
+		reportCPU(b, cpuTime()-cpu)
+		b.StopTimer()
+		q.ShutDown()
+	})
+}
+
 // BenchmarkAddAfterPrefaulted is BenchmarkAddAfter in a process whose heap
 // has already been faulted in, as in a long-running controller: before the
 // timed region, a ballast of 512 bytes per op (more than any implementation

@@ -12,7 +12,11 @@
 # bursts over all implementations instead of one; the medians over the rounds
 # are then compared. Knobs (environment):
 #   ROUNDS           rounds, at least 6 (default 6)
-#   MICRO_BENCHTIME  -benchtime of the hot-path benchmarks (default 1s)
+#   MICRO_BENCHTIME  -benchtime of the hot-path benchmarks (default 1s); several
+#                    values ('300ms 3s') run each benchmark at each run length
+#                    in every round, and the report judges each target at
+#                    every run length, shows the worst, and flags a row whose
+#                    median moves more than 15% between run lengths
 #   GROWTH_OPS       timed AddAfter calls per BenchmarkGrowth size (default 100000x)
 #   LATENESS_OPS     1,000-item patterns per BenchmarkLateness run (default 3x)
 #   ADDAFTER_OPS     AddAfter calls per BenchmarkAddAfter run (default 3000000x)
@@ -45,7 +49,7 @@ extra=${EXTRA_FLAGS:-}
 impls=(clientgo priorityqueue xrate cenkalti apimachinery timer rearmed floor failsafe aws ours)
 # group name; -bench pattern for the benchmark functions, -benchtime
 groups=(
-  "micro;^Benchmark(QueueAddGetDone|QueueAddGetDonePriorities|QueueAddGetDoneFairness|BackoffNext|BackoffIsInBackOffSince|ItemExponentialWhen|ControllerLimiterWhenForget|BucketWhen|LimiterAllow|LimiterWait|KeyedLimiterAllow|Retry|RetryBudget|Floor|AdaptivePermit|ThrottlerDecision|AdaptiveRateAllow)\$;$micro"
+  "micro;^Benchmark(QueueAddGetDone|QueueAddGetDonePriorities|QueueAddGetDoneFairness|BackoffNext|BackoffIsInBackOffSince|ItemExponentialWhen|ControllerLimiterWhenForget|BucketWhen|AddAfterSmall|LimiterAllow|LimiterWait|KeyedLimiterAllow|Retry|RetryBudget|Floor|AdaptivePermit|ThrottlerDecision|AdaptiveRateAllow)\$;$micro"
   "scenario;^Benchmark(WaitingHeap|Idle)\$;1x"
   "adaptive;^BenchmarkAdaptiveScenario\$;1x"
   "lateness;^BenchmarkLateness\$;$lateness_ops"
@@ -73,11 +77,19 @@ for ((r = 0; r < rounds; r++)); do
   for ((i = 0; i < ${#impls[@]}; i++)); do
     impl=${impls[$(((r + i) % ${#impls[@]}))]}
     for g in "${groups[@]}"; do
-      IFS=';' read -r name pattern benchtime <<<"$g"
-      echo "== round $((r + 1))/$rounds, $impl, $name" >&2
-      # shellcheck disable=SC2086
-      "$work/bench.test" -test.run='^$' -test.bench="$pattern/^impl=$impl\$" \
-        -test.benchtime="$benchtime" -test.benchmem $extra | grep -v '^PASS$' >>"$raw" || true
+      IFS=';' read -r name pattern benchtimes <<<"$g"
+      read -r -a lengths <<<"$benchtimes"
+      for benchtime in "${lengths[@]}"; do
+        echo "== round $((r + 1))/$rounds, $impl, $name, -benchtime $benchtime" >&2
+        # With several run lengths, each result names its own (run=...).
+        rename=('cat')
+        if (( ${#lengths[@]} > 1 )); then
+          rename=(sed -E "s#^(Benchmark[A-Za-z0-9]+)/#\1/run=$benchtime/#")
+        fi
+        # shellcheck disable=SC2086
+        "$work/bench.test" -test.run='^$' -test.bench="$pattern/^impl=$impl\$" \
+          -test.benchtime="$benchtime" -test.benchmem $extra | grep -v '^PASS$' | "${rename[@]}" >>"$raw" || true
+      done
     done
   done
 done
@@ -113,10 +125,10 @@ report=(-benchstat "$work/benchstat.txt" -out ../BENCHMARKS.md -rounds "$rounds"
 
 if [ -n "$only" ]; then
   go run ./cmd/benchreport -partial -raw "$raw" "${report[@]}" -benchtimes "$micro" \
-    -command "ONLY='$only' ROUNDS=$rounds MICRO_BENCHTIME=$micro bench/run.sh"
+    -command "ONLY='$only' ROUNDS=$rounds MICRO_BENCHTIME='$micro' bench/run.sh"
   echo "== appended the re-measured rows to BENCHMARKS.md (raw: bench/$raw)"
   exit 0
 fi
 go run ./cmd/benchreport -raw "$raw" "${report[@]}" -benchtimes "$benchtimes" \
-  -command "ROUNDS=$rounds MICRO_BENCHTIME=$micro GROWTH_OPS=$growth_ops LATENESS_OPS=$lateness_ops ADDAFTER_OPS=$addafter_ops PREFAULTED_OPS=$prefaulted_ops bench/run.sh"
+  -command "ROUNDS=$rounds MICRO_BENCHTIME='$micro' GROWTH_OPS=$growth_ops LATENESS_OPS=$lateness_ops ADDAFTER_OPS=$addafter_ops PREFAULTED_OPS=$prefaulted_ops bench/run.sh"
 echo "== wrote BENCHMARKS.md and bench/results.txt"

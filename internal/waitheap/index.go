@@ -115,11 +115,27 @@ func (x *index[T]) touch(hvs []uint64) {
 // probe pr, growing the table when it would be more than 3/4 full.
 func (x *index[T]) insert(h *Heap[T], pos int, pr probe) {
 	if h.n*4 > len(x.words)*3 {
-		x.rebuild(h, max(2*len(x.words), indexMinSlots)) // places pos too
+		x.rebuild(h, x.grown()) // places pos too
 		return
 	}
 	x.words[pr.slot] = pr.tag | uint32(pos+1)
 	h.entry(pos).slot = pr.tag | pr.slot
+}
+
+// indexQuadrupleBelow: a table of fewer slots grows fourfold, a larger one
+// twofold. A queue that fills from empty rehashes every entry at each
+// growth; growing fourfold while the table is small (64 KiB at most) halves
+// those rehashes where they are a large part of an AddAfter's cost (see
+// BenchmarkAddAfterSmall in bench/), for at most 48 KiB of slots more, and
+// leaves large tables, where memory per item counts, at twofold.
+const indexQuadrupleBelow = 1 << 12
+
+// grown returns the size of the table after the next growth.
+func (x *index[T]) grown() int {
+	if len(x.words) < indexQuadrupleBelow {
+		return max(4*len(x.words), indexMinSlots)
+	}
+	return 2 * len(x.words)
 }
 
 // place puts the entry at position pos, whose item's hash is hv, in the

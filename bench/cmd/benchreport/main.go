@@ -80,6 +80,12 @@ type data struct {
 	rows  map[string]*series
 	order []string // row keys in first-seen order
 	cpu   string
+	// byRun holds, for rows measured at more than one run length (run.sh's
+	// MICRO_BENCHTIME with several -benchtime values, which it records as
+	// a run=... part of the name), the samples of each run length apart:
+	// row key, then run length. rows pools them.
+	byRun map[string]map[string]*data
+	runs  []string // the run lengths, in first-seen order
 }
 
 func (d *data) median(row, impl, unit string) (float64, bool) {
@@ -106,7 +112,7 @@ func read(path string) (*data, error) {
 		return nil, err
 	}
 	defer f.Close()
-	d := &data{rows: map[string]*series{}}
+	d := &data{rows: map[string]*series{}, byRun: map[string]map[string]*data{}}
 	r := benchfmt.NewReader(f, path)
 	for r.Scan() {
 		res, ok := r.Result().(*benchfmt.Result)
@@ -117,7 +123,7 @@ func read(path string) (*data, error) {
 			d.cpu = strings.TrimSpace(res.GetConfig("cpu"))
 		}
 		base, parts := res.Name.Parts()
-		impl := ""
+		impl, run := "", ""
 		var params []string
 		for _, p := range parts {
 			ps := string(p)
@@ -129,31 +135,57 @@ func read(path string) (*data, error) {
 				impl = v
 				continue
 			}
+			if v, ok := strings.CutPrefix(ps, "run="); ok {
+				run = v
+				continue
+			}
 			params = append(params, ps)
 		}
 		if impl == "" {
 			continue
 		}
-		s := &series{bench: strings.TrimPrefix(string(base), "Benchmark"), params: strings.Join(params, "/")}
-		if old, ok := d.rows[s.key()]; ok {
-			s = old
-		} else {
-			s.values = map[string]map[string][]float64{}
-			d.rows[s.key()] = s
-			d.order = append(d.order, s.key())
-		}
-		if s.values[impl] == nil {
-			s.values[impl] = map[string][]float64{}
-		}
-		for _, v := range res.Values {
-			unit, val := v.Unit, v.Value
-			if v.OrigUnit != "" {
-				unit, val = v.OrigUnit, v.OrigValue
+		bench, joined := strings.TrimPrefix(string(base), "Benchmark"), strings.Join(params, "/")
+		d.add(bench, joined, impl, res)
+		if run != "" {
+			key := joinKey(bench, joined)
+			if d.byRun[key] == nil {
+				d.byRun[key] = map[string]*data{}
 			}
-			s.values[impl][unit] = append(s.values[impl][unit], val)
+			rd := d.byRun[key][run]
+			if rd == nil {
+				rd = &data{rows: map[string]*series{}}
+				d.byRun[key][run] = rd
+			}
+			if !slices.Contains(d.runs, run) {
+				d.runs = append(d.runs, run)
+			}
+			rd.add(bench, joined, impl, res)
 		}
 	}
 	return d, r.Err()
+}
+
+// add records the values of res, a result of impl, in the row of bench and
+// params.
+func (d *data) add(bench, params, impl string, res *benchfmt.Result) {
+	s := &series{bench: bench, params: params}
+	if old, ok := d.rows[s.key()]; ok {
+		s = old
+	} else {
+		s.values = map[string]map[string][]float64{}
+		d.rows[s.key()] = s
+		d.order = append(d.order, s.key())
+	}
+	if s.values[impl] == nil {
+		s.values[impl] = map[string][]float64{}
+	}
+	for _, v := range res.Values {
+		unit, val := v.Unit, v.Value
+		if v.OrigUnit != "" {
+			unit, val = v.OrigUnit, v.OrigValue
+		}
+		s.values[impl][unit] = append(s.values[impl][unit], val)
+	}
 }
 
 // A target is one row of the targets table: ours divided by the
@@ -191,6 +223,8 @@ var targets = []target{
 	{measure: "`KeyedLimiter.Allow` over 1M keys with refills (10/s, burst 100), keys in random order, against a mutex and a map of x/time/rate limiters", row: "KeyedLimiterAllow/refill=10/order=random/keys=1M", unit: "ns/op", ref: "xrate", limit: 0.5, zeroAllocs: true},
 	{measure: "`KeyedLimiter` heap bytes per key at 1M keys with refills, keys in the order first seen", row: "KeyedLimiterAllow/refill=10/order=seen/keys=1M", unit: "B/key", ref: "xrate", limit: 40, absolute: true},
 	{measure: "`KeyedLimiter` heap bytes per key at 1M keys with refills, keys in random order", row: "KeyedLimiterAllow/refill=10/order=random/keys=1M", unit: "B/key", ref: "xrate", limit: 40, absolute: true},
+	{measure: "`KeyedLimiter.Allow` over 10k keys with refills (1,000/s, burst 100), keys in the order first seen, against a mutex and a map of x/time/rate limiters", row: "KeyedLimiterAllow/refill=1000/order=seen/keys=10k", unit: "ns/op", ref: "xrate", limit: 0.5, zeroAllocs: true},
+	{measure: "`KeyedLimiter.Allow` over 10k keys with refills (1,000/s, burst 100), keys in random order, against a mutex and a map of x/time/rate limiters", row: "KeyedLimiterAllow/refill=1000/order=random/keys=10k", unit: "ns/op", ref: "xrate", limit: 0.5, zeroAllocs: true},
 	{measure: "`Add`+`Get`+`Done` with `WithFairness` over 1,000 keys, serial; reference: ours without fairness", row: "QueueAddGetDoneFairness/keys=1000/mode=serial", refRow: "QueueAddGetDoneFairness/keys=none/mode=serial", unit: "ns/op", ref: "ours", limit: 1.5, zeroAllocs: true},
 	{measure: "`Add`+`Get`+`Done` with `WithFairness` over 1,000 keys, 2 producers + 2 workers; reference: ours without fairness", row: "QueueAddGetDoneFairness/keys=1000/mode=2p2w", refRow: "QueueAddGetDoneFairness/keys=none/mode=2p2w", unit: "ns/op", ref: "ours", limit: 1.5, zeroAllocs: true},
 	{measure: "`AdaptiveLimiter` `TryAcquire`+`Permit.Record` with room, serial, against failsafe-go's adaptivelimiter", row: "AdaptivePermit/op=try/mode=serial", unit: "ns/op", ref: "failsafe", limit: 0.25, zeroAllocs: true},
@@ -201,7 +235,8 @@ var targets = []target{
 	{measure: "`Throttler` `Allow`+`Record`, 2 goroutines, against failsafe-go's adaptivethrottler", row: "ThrottlerDecision/mode=2goroutines", unit: "ns/op", ref: "failsafe", limit: 0.5, zeroAllocs: true},
 	{measure: "`AdaptiveRate` `Allow`+`Succeeded` before any 429, serial: allocations", row: "AdaptiveRateAllow/state=open/mode=serial", unit: "allocs/op", ref: "aws", limit: 0, absolute: true},
 	{measure: "`AdaptiveRate` `Allow`+`Succeeded` paced after a 429, serial: allocations", row: "AdaptiveRateAllow/state=paced/mode=serial", unit: "allocs/op", ref: "aws", limit: 0, absolute: true},
-	{measure: "`AddAfter` per call", row: "AddAfter", unit: "ns/op", ref: "clientgo", limit: 0.25, zeroAllocs: true, beatPQ: true},
+	{measure: "`AddAfter` per call, queues filled to 3M waiting items", row: "AddAfter", unit: "ns/op", ref: "clientgo", limit: 0.25, zeroAllocs: true, beatPQ: true},
+	{measure: "`AddAfter` per call, queues of 10,000 waiting items (a new queue every 10,000 calls, counted)", row: "AddAfterSmall", unit: "ns/op", ref: "clientgo", limit: 0.27, zeroAllocs: true, beatPQ: true},
 	{measure: "heap bytes per waiting item at 1M", row: "WaitingHeap", unit: "B/item", ref: "clientgo", limit: 0.45, beatPQ: true},
 	{measure: "`Backoff.Next`, 100k keys, serial", row: "BackoffNext/keys=100k/mode=serial", unit: "ns/op", ref: "clientgo", limit: 0.75},
 	{measure: "`Backoff.Next`, 100k keys, parallel", row: "BackoffNext/keys=100k/mode=parallel", unit: "ns/op", ref: "clientgo", limit: 0.60},
@@ -222,9 +257,58 @@ type verdict struct {
 	haveAllocs        bool
 	ratio             float64
 	met, beatsPQ, all bool
+	run               string  // the run length judged, if the row has several
+	swing             float64 // ours' largest median ÷ smallest, less 1, over run lengths
 }
 
+// swingFlag is the swing between run lengths beyond which a row is flagged.
+const swingFlag = 0.15
+
+// judge compares ours with the reference for target t. A row measured at
+// several run lengths is judged at each, apart, and the verdict is the
+// worst of them, with the run length it came from and how far ours' median
+// moved between run lengths (swing).
 func judge(d *data, t target) verdict {
+	runs := d.byRun[t.row]
+	if len(runs) == 0 {
+		return judgeOne(d, t)
+	}
+	var worst verdict
+	lo, hi := math.Inf(1), math.Inf(-1)
+	first := true
+	for _, run := range d.runs {
+		rd, ok := runs[run]
+		if !ok {
+			continue
+		}
+		v := judgeOne(rd, t)
+		if !v.haveUs {
+			continue
+		}
+		lo, hi = min(lo, v.us), max(hi, v.us)
+		score := v.us
+		if !t.absolute {
+			score = v.ratio
+		}
+		worstScore := worst.us
+		if !t.absolute {
+			worstScore = worst.ratio
+		}
+		if first || score > worstScore {
+			worst, first = v, false
+			worst.run = run
+		}
+	}
+	if first {
+		return judgeOne(d, t)
+	}
+	if lo > 0 {
+		worst.swing = hi/lo - 1
+	}
+	return worst
+}
+
+func judgeOne(d *data, t target) verdict {
 	v := verdict{t: t}
 	refRow := t.row
 	if t.refRow != "" {
@@ -312,7 +396,15 @@ func writeTargets(w io.Writer, d *data, onlyMeasured bool) []verdict {
 				status = "**NOT met**"
 			}
 		}
-		fmt.Fprintf(w, "| %s | %s | %s: %s | %s | %s | %s | %s | %s |\n", t.measure, goal,
+		measure := t.measure
+		if v.run != "" {
+			measure += fmt.Sprintf(" (worst run length: %s; ours moved %.0f%% between run lengths", v.run, 100*v.swing)
+			if v.swing > swingFlag {
+				measure += ", **unsteady**"
+			}
+			measure += ")"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s: %s | %s | %s | %s | %s | %s |\n", measure, goal,
 			implLabels[t.ref], cell(v.ref, v.haveRef), cell(v.us, v.haveUs), ratio, allocs, cell(v.pq, v.havePQ), status)
 	}
 	return vs
