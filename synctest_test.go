@@ -634,3 +634,45 @@ func TestSynctestAdaptiveLimiterUpdatesOnTheSixteenthSampleUnderTheLock(t *testi
 		assert.Zero(t, l.Inflight())
 	})
 }
+
+// TestDocsDelayingQueueInABubble is the twin of docs/testing.md's first
+// synctest example.
+func TestDocsDelayingQueueInABubble(t *testing.T) {
+	{ // README: func TestRequeue(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			q := backoff.NewDelayingQueue[string]() // the real clock: no WithClock
+			defer q.ShutDown()
+			start := time.Now()
+			q.AddAfter("x", time.Minute)
+			q.Get() // returns at once, a virtual minute later
+			assert.Equal(t, time.Minute, time.Since(start))
+		})
+	}
+}
+
+// TestDocsRunWorkersInABubble is the twin of docs/testing.md's RunWorkers
+// recipe: the requeue delays of the default controller limiter and a
+// RequeueAfter pass in virtual time, and the handler's failures go to the
+// test's output.
+func TestDocsRunWorkersInABubble(t *testing.T) {
+	{ // README: func TestReconcileRequeues(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			logger := slog.New(slog.NewTextHandler(t.Output(), nil)) // failures show with the test's output
+			q := backoff.NewRateLimitingQueue(backoff.DefaultControllerRateLimiter[string](), backoff.WithLogger(logger))
+			q.Add("pod-a")
+			start := time.Now()
+			var handled []time.Duration // one worker: no lock needed
+			ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
+			defer cancel()
+			backoff.RunWorkers(ctx, q, 1, func(ctx context.Context, item string) (backoff.Result, error) {
+				handled = append(handled, time.Since(start))
+				if len(handled) <= 2 {
+					return backoff.Result{}, errors.New("not ready") // requeued after 5 ms, then 10 ms
+				}
+				return backoff.Result{RequeueAfter: 30 * time.Minute}, nil
+			}) // returns when ctx ends: a virtual hour, no real time
+			assert.Equal(t, []time.Duration{0, 5 * time.Millisecond, 15 * time.Millisecond,
+				30*time.Minute + 15*time.Millisecond}, handled)
+		})
+	}
+}
