@@ -98,7 +98,11 @@ func TestScenarioAdaptiveLimiterCapacityDrop(t *testing.T) {
 // after the drop and of the tenth minute; the 10-second means around the
 // two instants are logged too.
 func TestScenarioAdaptiveLimiterDoesNotDriftUnderSustainedOverload(t *testing.T) {
-	for seed := uint64(1); seed <= 3; seed++ {
+	seeds := uint64(1)
+	if longTests() {
+		seeds = 3 // seconds under the race detector each: the long mode runs them
+	}
+	for seed := uint64(1); seed <= seeds; seed++ {
 		s := sim.DefaultCapacityDrop.Sustained()
 		s.Seed = seed
 		r := runCapacityDrop(s, nil)

@@ -171,10 +171,10 @@ func TestKeyedLimiterGrowthLosesNoKey(t *testing.T) {
 	assert.Equal(t, n, k.Len())
 }
 
-// TestKeyedLimiterMemoryFollowsTheKeysNotFull: new keys arrive in waves of
+// TestKeyedLimiterMemoryFollowsTheRecentKeys: new keys arrive in waves of
 // 5,000 and every wave refills before the next: the limiter holds about
 // one wave's keys, not the 60,000 it has seen.
-func TestKeyedLimiterMemoryFollowsTheKeysNotFull(t *testing.T) {
+func TestKeyedLimiterMemoryFollowsTheRecentKeys(t *testing.T) {
 	clk := clocktesting.NewFakeClock(epoch)
 	k := backoff.NewKeyedLimiter[int](10, 1, backoff.WithClock(clk))
 	const wave = 5_000
@@ -182,7 +182,9 @@ func TestKeyedLimiterMemoryFollowsTheKeysNotFull(t *testing.T) {
 	for w := range 12 {
 		for i := range wave {
 			require.True(t, k.Allow(w*wave+i))
-			peak = max(peak, k.Len())
+			if i%64 == 63 { // Len takes every part's lock: sampled, it misses at most 63 keys of a peak
+				peak = max(peak, k.Len())
+			}
 		}
 		clk.Step(100 * time.Millisecond) // every bucket is full again
 	}
