@@ -6,6 +6,7 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/logging"
 
 	"github.com/retrykit/backoff"
 	backoffredis "github.com/retrykit/backoff/interop/redis"
@@ -39,4 +40,12 @@ func ExampleNewItemExponentialFailureRateLimiter() {
 		backoff.NewBucketRateLimiter[string](10, 100)))
 	defer q.ShutDown()
 	q.AddRateLimited("ns/web-1")
+}
+
+// During an outage go-redis logs every failed dial itself, to stderr, on top
+// of the limiter's one line per change of state. A program quiets those lines
+// once, at start-up, before it builds its clients. (Not run: it changes
+// go-redis's logger for the whole process.)
+func Example_goRedisDialLogs() {
+	goredis.SetLogger(logging.NewBlacklistLogger([]string{"failed to dial"}))
 }
