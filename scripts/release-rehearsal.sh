@@ -29,7 +29,7 @@
 # would reach it directly; where GOSUMDB names a database without a URL and
 # GOPROXY's first entry is a network proxy, the database is reached through
 # that proxy (its /sumdb/ endpoint), as the go command does with that proxy
-# on its own. Set GOSUMDB yourself to choose otherwise.
+# on its own. A GOSUMDB that gives its own URL, or off, is kept as it is.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd -P)
@@ -62,15 +62,12 @@ cleanup() { chmod -R u+w "$tmp" 2>/dev/null || true; rm -rf "$tmp"; }
 trap cleanup EXIT
 
 cachedl=$(go env GOMODCACHE)/cache/download
-sumdb=${GOSUMDB-}
-if [ -z "$sumdb" ]; then
-  sumdb=$(go env GOSUMDB)
-  first=$(go env GOPROXY | cut -d, -f1 | cut -d'|' -f1)
-  case "$sumdb $first" in
-    off*|*" "*" "*) ;;
-    *" http://"*|*" https://"*) name=${sumdb%%+*}; sumdb="$sumdb ${first%/}/sumdb/$name" ;;
-  esac
-fi
+sumdb=$(go env GOSUMDB)
+first=$(go env GOPROXY | cut -d, -f1 | cut -d'|' -f1)
+case "$sumdb $first" in
+  off" "*|*" "*" "*) ;; # off, or a URL of its own
+  *" http://"*|*" https://"*) sumdb="$sumdb ${first%/}/sumdb/${sumdb%%+*}" ;;
+esac
 
 echo "release-rehearsal: $version; checksum database: $sumdb (not for github.com/retrykit)"
 (cd scripts/releaseproxy && go build -o "$tmp/releaseproxy" .)
