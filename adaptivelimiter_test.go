@@ -182,6 +182,35 @@ func TestAdaptiveLimiterDoesNotGrowUnused(t *testing.T) {
 	assert.Equal(t, 20, l.Limit(), "a limit callers do not use says nothing about a higher one")
 }
 
+// TestAdaptiveLimiterGrowsWhenHalfItsLimitIsUsed: the "at least half"
+// rule is inclusive: callers that keep exactly half the limit in flight
+// against an idle downstream let it grow.
+func TestAdaptiveLimiterGrowsWhenHalfItsLimitIsUsed(t *testing.T) {
+	clk := testingclock.NewFakeClock(epoch)
+	l := backoff.NewAdaptiveLimiter(backoff.WithClock(clk), backoff.WithInitialLimit(20))
+	waves(l, clk, 200, 10, 1000, 10*time.Millisecond)
+	assert.Greater(t, l.Limit(), 20, "half the limit was in use, at the no-load latency")
+}
+
+// TestAdaptiveLimiterMeasuresAtItsMinimumAtLeast: a measurement of the
+// no-load latency admits half the limit, but never fewer calls than the
+// minimum limit: at a limit of 1, one call still goes through while it
+// runs, and at a minimum of 4 and a limit of 5, four do. (The maximum
+// holds the limit where it started.)
+func TestAdaptiveLimiterMeasuresAtItsMinimumAtLeast(t *testing.T) {
+	for _, tc := range []struct{ min, initial int }{{1, 1}, {4, 5}} {
+		clk := testingclock.NewFakeClock(epoch)
+		l := backoff.NewAdaptiveLimiter(backoff.WithClock(clk), backoff.WithInitialLimit(tc.initial), backoff.WithMinLimit(tc.min), backoff.WithMaxLimit(tc.initial))
+		waves(l, clk, 40, tc.initial, 1000, 10*time.Millisecond) // the first measurement
+		clk.Step(time.Minute)                                    // the next one is due
+		ps := takeAll(l)
+		assert.Len(t, ps, tc.min, "min %d, limit %d: admitted while measuring", tc.min, tc.initial)
+		for i := range ps {
+			ps[i].Release()
+		}
+	}
+}
+
 func TestAdaptiveLimiterRelearnsTheNoLoadLatency(t *testing.T) {
 	clk := testingclock.NewFakeClock(epoch)
 	l := backoff.NewAdaptiveLimiter(backoff.WithClock(clk), backoff.WithInitialLimit(10))

@@ -190,6 +190,32 @@ func TestAdaptiveRateWait(t *testing.T) {
 	assert.True(t, r.Allow())
 }
 
+// TestAdaptiveRateWaitGivesBackOnlyAFreeSlot: a Wait that gives up gives
+// its slot back only if no later request holds the slot after it. Here a
+// second Wait holds it: giving the first slot back would let a third
+// request go one interval before the second, above the rate.
+func TestAdaptiveRateWaitGivesBackOnlyAFreeSlot(t *testing.T) {
+	clk := &armingClock{testingclock.NewFakeClock(epoch), make(chan time.Duration)}
+	r := backoff.NewAdaptiveRate(backoff.WithClock(clk), backoff.WithInitialRate(1))
+	require.True(t, r.Allow()) // the slot at 0 s
+	ctx, cancel := context.WithCancel(context.Background())
+	first, second := make(chan error, 1), make(chan error, 1)
+	go func() { first <- r.Wait(ctx) }()
+	assert.Equal(t, time.Second, waitFor(t, "the first Wait's timer", clk.armed, clk))
+	go func() { second <- r.Wait(context.Background()) }()
+	assert.Equal(t, 2*time.Second, waitFor(t, "the second Wait's timer", clk.armed, clk))
+	cancel()
+	assert.ErrorIs(t, waitFor(t, "the first Wait to return", first, clk), context.Canceled)
+
+	clk.Step(time.Second)
+	assert.False(t, r.Allow(), "1 s: the first slot stays unused, the second Wait holds the next")
+	clk.Step(time.Second)
+	assert.NoError(t, waitFor(t, "the second Wait to return at 2 s", second, clk))
+	assert.False(t, r.Allow(), "2 s: the second Wait took this slot")
+	clk.Step(time.Second)
+	assert.True(t, r.Allow(), "3 s: the next slot")
+}
+
 func TestAdaptiveRateConcurrentUse(t *testing.T) {
 	clk := testingclock.NewFakeClock(epoch)
 	r := backoff.NewAdaptiveRate(backoff.WithClock(clk))

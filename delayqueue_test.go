@@ -572,6 +572,22 @@ func TestRateLimitingQueueRescheduleKeepsPriority(t *testing.T) {
 	assert.Equal(t, 5, prio)
 }
 
+// TestRateLimitingQueueCancelWaitingForgetsThePriority: a cancelled
+// delayed add takes its priority with it; the item's next delayed add waits
+// with its own priority, not the cancelled one's.
+func TestRateLimitingQueueCancelWaitingForgetsThePriority(t *testing.T) {
+	fc := newQueueClock()
+	q := backoff.NewRateLimitingQueue[string](backoff.NewItemExponentialFailureRateLimiter[string](time.Millisecond, time.Second, backoff.WithClock(fc)), backoff.WithClock(fc))
+	defer q.ShutDown()
+	q.AddWithOptions(backoff.AddOptions{After: time.Minute, Priority: 5}, "a")
+	require.True(t, q.CancelWaiting("a"))
+	q.AddAfter("a", time.Second)
+	fc.Step(time.Second)
+	item, prio, _ := q.GetWithPriority()
+	assert.Equal(t, "a", item)
+	assert.Zero(t, prio, "the priority of the cancelled add is gone")
+}
+
 func TestDelayingQueueRescheduleAndCancelAllocateNothing(t *testing.T) {
 	q, _ := newDelayingQueue[int](t)
 	for i := range 1000 {

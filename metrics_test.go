@@ -140,6 +140,25 @@ func (m *recDelayMetrics) ObserveDelay(d time.Duration) { m.delays = append(m.de
 func (m *recDelayMetrics) SetWaiting(n int)             { m.waiting = append(m.waiting, n) }
 func (m *recDelayMetrics) IncBudgetRefused()            { m.refused++ }
 
+// TestQueueMetricsOfParkedItems: parking an item that was not in the queue
+// counts an add, as Add would, but no depth until its release; parking a
+// queued item takes it out of the depth and counts no second add.
+func TestQueueMetricsOfParkedItems(t *testing.T) {
+	m := &recMetrics{}
+	q := backoff.NewDelayingQueue[string](backoff.WithClock(newQueueClock()), backoff.WithMetrics(m))
+	defer q.ShutDown()
+	var f flag
+	q.Park("a", f.ready, time.Minute)
+	assert.Equal(t, "add", m.take(), "a new item parked")
+	q.Add("b")
+	m.take()
+	q.Park("b", f.ready, time.Minute)
+	assert.Equal(t, "depth=0", m.take(), "a queued item parked leaves the depth")
+	f.v.Store(true)
+	q.Wake()
+	assert.Equal(t, "depth=1 depth=2", m.take(), "released")
+}
+
 func TestQueueDelayMetrics(t *testing.T) {
 	fc := newQueueClock()
 	m := &recDelayMetrics{}

@@ -68,10 +68,11 @@ type pacing struct {
 type outcome uint8
 
 const (
-	outcomeNeutral  outcome = iota // says nothing about the downstream's load
+	outcomeNeutral  outcome = iota // says nothing about the downstream: the caller gave up, or fn panicked
 	outcomeSuccess                 // the downstream answered (nil, or a Permanent error)
 	outcomeOverload                // ErrOverloaded or a RetryAfter hint
 	outcomeDrop                    // a timeout or a network error
+	outcomeOther                   // any other error: no sample of the load, but no refusal either
 )
 
 // classifyOutcome reads what err, the error of an attempt made under ctx,
@@ -93,7 +94,7 @@ func classifyOutcome(ctx context.Context, err error) (outcome, time.Duration) {
 	if permanent {
 		return outcomeSuccess, 0
 	}
-	return outcomeNeutral, 0
+	return outcomeOther, 0
 }
 
 // finish reports the outcome of the attempt to its pacer.
@@ -116,9 +117,8 @@ func (p *pacing) finish(o outcome, retryAfter time.Duration) {
 			p.rate.Throttled(retryAfter)
 		}
 	case p.throttler != nil:
-		if o != outcomeNeutral {
-			p.throttler.Record(o == outcomeSuccess)
-		}
+		// Record(false) counts nothing: only an acceptance is recorded.
+		p.throttler.Record(o == outcomeSuccess || o == outcomeOther)
 	}
 }
 

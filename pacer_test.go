@@ -226,12 +226,50 @@ func TestRunWorkersThrottlerRejectsWithoutHandling(t *testing.T) {
 }
 
 // TestPacerOutcomes: what an attempt's error tells each pacer.
+// TestPacerCallerGivingUpIsNeutral: an attempt cut short by its caller's
+// own deadline fails with a timeout, or an overload answer that arrives as
+// the caller gives up; neither says anything about the downstream, since the
+// caller's context ended. An AdaptiveLimiter keeps its limit and an
+// AdaptiveRate its rate.
+func TestPacerCallerGivingUpIsNeutral(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"deadline", fmt.Errorf("call: %w", context.DeadlineExceeded)},
+		{"overloaded", fmt.Errorf("shed: %w", backoff.ErrOverloaded)},
+		{"retry-after", backoff.RetryAfter(time.Second, errors.New("429"))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// The caller's deadline passes during the attempt: its context
+			// ends with DeadlineExceeded as the cause.
+			attempt := func(end context.CancelCauseFunc) func(context.Context) error {
+				return func(context.Context) error {
+					end(context.DeadlineExceeded)
+					return tc.err
+				}
+			}
+
+			l := backoff.NewAdaptiveLimiter(backoff.WithClock(newQueueClock()))
+			ctx, end := context.WithCancelCause(context.Background())
+			_ = backoff.Retry(ctx, noWait, attempt(end), backoff.WithPacer(l))
+			assert.Equal(t, backoff.DefaultInitialLimit, l.Limit(), "the caller gave up: the limit must not fall")
+			assert.Zero(t, l.Inflight())
+
+			r := backoff.NewAdaptiveRate(backoff.WithClock(newQueueClock()))
+			ctx, end = context.WithCancelCause(context.Background())
+			_ = backoff.Retry(ctx, noWait, attempt(end), backoff.WithPacer(r))
+			assert.Equal(t, float64(backoff.DefaultInitialRate), r.Rate(), "the caller gave up: the rate must not be cut")
+		})
+	}
+}
+
 func TestPacerOutcomes(t *testing.T) {
 	timeout := &net.OpError{Op: "dial", Err: context.DeadlineExceeded}
 	for _, tc := range []struct {
 		name    string
 		err     error
-		dropped bool // an AdaptiveLimiter's limit falls
+		dropped bool // an AdaptiveLimiter's limit falls, and a Throttler records no acceptance
 	}{
 		{"success", nil, false},
 		{"permanent", backoff.Permanent(errors.New("404")), false},
@@ -242,12 +280,25 @@ func TestPacerOutcomes(t *testing.T) {
 		{"deadline", fmt.Errorf("call: %w", context.DeadlineExceeded), true},
 		{"joined", errors.Join(errors.New("a"), backoff.ErrOverloaded), true},
 		{"plain", errors.New("bad request"), false},
+		// Permanent stops the retries; the signal in its chain still counts.
+		{"permanent overloaded", backoff.Permanent(fmt.Errorf("shed: %w", backoff.ErrOverloaded)), true},
+		{"permanent timeout", backoff.Permanent(timeout), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := backoff.NewAdaptiveLimiter(backoff.WithClock(newQueueClock()), backoff.WithInitialLimit(10))
 			_ = backoff.Retry(context.Background(), backoff.Schedule{Steps: 1}, func(context.Context) error { return tc.err }, backoff.WithPacer(l))
 			assert.Equal(t, tc.dropped, l.Limit() < 10, "limit %d", l.Limit())
 			assert.Zero(t, l.Inflight())
+
+			// A Throttler records every outcome but an overload signal, a
+			// timeout or a network error as accepted: with k = 1, attempts
+			// that are all accepted are never rejected, and attempts that
+			// are not soon are.
+			th := backoff.NewThrottler(1, time.Minute, backoff.WithClock(newQueueClock()))
+			for range 50 {
+				_ = backoff.Retry(context.Background(), backoff.Schedule{Steps: 1}, func(context.Context) error { return tc.err }, backoff.WithPacer(th))
+			}
+			assert.Equal(t, tc.dropped, th.Rejected() > 0, "rejected %d of 50", th.Rejected())
 		})
 	}
 }

@@ -156,6 +156,43 @@ func TestParkAgainReplacesReadyAndMaxWait(t *testing.T) {
 	assert.Equal(t, 1, q.Len(), "the second ready function counts")
 }
 
+// TestParkAgainDuringACheckWins: a Park of the item that comes while an
+// earlier park's ready function is being checked (here, from inside it: the
+// controller wrote the object again) replaces that park; the earlier
+// check's true must not release the new one, neither at Wake nor at the
+// check Park makes itself.
+func TestParkAgainDuringACheckWins(t *testing.T) {
+	never := func() bool { return false }
+	t.Run("Wake", func(t *testing.T) {
+		q, _ := newDelayingQueue[string](t)
+		var f flag
+		q.Park("a", func() bool {
+			if !f.ready() {
+				return false
+			}
+			q.Park("a", never, time.Minute) // the second write
+			return true                     // the cache has seen the first
+		}, time.Minute)
+		f.v.Store(true)
+		q.Wake()
+		assert.True(t, q.Parked("a"), "the second park holds")
+		assert.Zero(t, q.Len())
+	})
+	t.Run("Park", func(t *testing.T) {
+		q, _ := newDelayingQueue[string](t)
+		again := true
+		q.Park("a", func() bool {
+			if again {
+				again = false
+				q.Park("a", never, time.Minute)
+			}
+			return true
+		}, time.Minute)
+		assert.True(t, q.Parked("a"), "the second park holds")
+		assert.Zero(t, q.Len())
+	})
+}
+
 // TestWakeReleasesInParkOrder: whatever the order of the map of parked
 // items, a Wake queues them as they were parked.
 func TestWakeReleasesInParkOrder(t *testing.T) {

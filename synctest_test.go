@@ -86,6 +86,66 @@ func TestSynctestDelayingQueueTimer(t *testing.T) {
 	})
 }
 
+// TestSynctestRescheduleEarlierWakesABlockedGet: a Get already blocked
+// while an item waits gets it at the time Reschedule moved it to, not at
+// the time it waited for before. No other queue call comes in between: the
+// queue's timer alone must follow the move, earlier and then later.
+func TestSynctestRescheduleEarlierWakesABlockedGet(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		q := backoff.NewDelayingQueue[string]()
+		defer q.ShutDown()
+		start := time.Now()
+		got := make(chan time.Duration)
+		go func() {
+			for {
+				item, shutdown := q.Get()
+				if shutdown {
+					return
+				}
+				got <- time.Since(start)
+				q.Done(item)
+			}
+		}()
+
+		q.AddAfter("x", time.Minute)
+		synctest.Wait() // Get is blocked
+		q.Reschedule("x", time.Second)
+		assert.Equal(t, time.Second, <-got, "moved earlier")
+
+		q.AddAfter("x", time.Minute) // at 1 s: due at 61 s
+		synctest.Wait()
+		q.Reschedule("x", 2*time.Minute)
+		assert.Equal(t, time.Second+2*time.Minute, <-got, "moved later")
+	})
+}
+
+// TestSynctestParkWakesABlockedGetAtMaxWait: a Get already blocked on an
+// empty queue gets an item parked after it, whose ready function never
+// turns true, at the end of its maxWait: the park arms the queue's timer,
+// which no other call would.
+func TestSynctestParkWakesABlockedGetAtMaxWait(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		q := backoff.NewDelayingQueue[string]()
+		defer q.ShutDown()
+		start := time.Now()
+		type got struct {
+			item string
+			at   time.Duration
+			err  error
+		}
+		ch := make(chan got, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			item, err := q.GetContext(ctx)
+			ch <- got{item, time.Since(start), err}
+		}()
+		synctest.Wait() // GetContext is blocked
+		q.Park("x", func() bool { return false }, 5*time.Second)
+		assert.Equal(t, got{item: "x", at: 5 * time.Second}, <-ch)
+	})
+}
+
 // TestSynctestRateLimitedRequeues: an item requeued with AddRateLimited comes
 // back after DefaultControllerRateLimiter's delays, 5 ms doubling, as in
 // ExampleNewRateLimitingQueue; Forget starts the series again.

@@ -85,6 +85,55 @@ func TestThrottlerForgetsWhatLeftTheWindow(t *testing.T) {
 	}
 }
 
+// TestThrottlerForgetsEachBucketAsTheWindowSlides: a window that moves by
+// fewer than its 10 buckets drops exactly the buckets that left it. The
+// refusals counted in the first second stay while the window moves 7
+// buckets, then leave it when it moves 3 more; every bucket that the move
+// reuses (up to the new current one, which takes the first second's slot)
+// must start empty.
+func TestThrottlerForgetsEachBucketAsTheWindowSlides(t *testing.T) {
+	clk := testingclock.NewFakeClock(epoch)
+	th := backoff.NewThrottler(2, 10*time.Second, backoff.WithClock(clk)) // buckets of 1 s
+	for range 1000 {
+		th.Allow()
+		th.Record(false)
+	}
+	clk.Step(7 * time.Second) // 7 buckets on: the refusals are still in the window
+	rejected := 0
+	for range 10 {
+		if !th.Allow() {
+			rejected++
+		}
+	}
+	assert.GreaterOrEqual(t, rejected, 8, "7 s on, the refusals of the first second still count")
+
+	clk.Step(3 * time.Second) // 3 buckets on: the first second has left the window
+	rejected = 0
+	for range 100 {
+		if !th.Allow() {
+			rejected++
+		}
+		th.Record(true)
+	}
+	// What remains is the 10 requests of second 7 and these, half accepted
+	// or better after the first few: at most a few rejections.
+	assert.LessOrEqual(t, rejected, 5, "the refusals of the first second must have left the sums")
+}
+
+// TestThrottlerRejectsNothingOnItsFirstRequest: the first request of a
+// window finds no earlier requests (the formula counts the earlier calls,
+// not the call being decided), so it is never rejected, however often the
+// throttler is built.
+func TestThrottlerRejectsNothingOnItsFirstRequest(t *testing.T) {
+	for i := range 200 {
+		clk := testingclock.NewFakeClock(epoch.Add(time.Duration(i) * time.Nanosecond)) // a new seed each time
+		th := backoff.NewThrottler(2, 10*time.Second, backoff.WithClock(clk))
+		if !th.Allow() {
+			t.Fatalf("throttler %d rejected its first request", i)
+		}
+	}
+}
+
 func TestThrottlerIsDeterministicOnAFakeClock(t *testing.T) {
 	run := func() []bool {
 		th := backoff.NewThrottler(2, time.Minute, backoff.WithClock(testingclock.NewFakeClock(epoch)))

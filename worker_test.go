@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"runtime"
 	"strings"
@@ -185,6 +187,80 @@ func TestRunWorkersStopsOnCancelLeavingQueuedItems(t *testing.T) {
 	assert.True(t, q.ShuttingDown())
 	assert.Equal(t, []string{"b"}, getReady[string](t, q), "b stays queued: the worker took nothing after ctx ended")
 	assert.NotContains(t, logs.String(), "item=a", "an error caused by the cancellation is not logged")
+}
+
+// TestRunWorkersLogsAHandlersOwnTimeout: only an error caused by the end of
+// RunWorkers' ctx goes unlogged. A handler whose own call timed out, while
+// ctx runs, returns context.DeadlineExceeded too: that failure is logged
+// and the item requeued.
+func TestRunWorkersLogsAHandlersOwnTimeout(t *testing.T) {
+	var logs syncBuffer
+	q := backoff.NewRateLimitingQueue[string](newQLimiter[string](func(int) time.Duration { return time.Hour }),
+		backoff.WithClock(newQueueClock()), backoff.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	q.Add("a")
+	q.Add("end")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		backoff.RunWorkers(ctx, q, 1, func(_ context.Context, item string) (backoff.Result, error) {
+			if item == "end" {
+				cancel()
+				return backoff.Result{}, nil
+			}
+			return backoff.Result{}, fmt.Errorf("get pod: %w", context.DeadlineExceeded)
+		})
+		close(done)
+	}()
+	waitFor(t, "RunWorkers to return after cancel", done)
+	lines := logLines(logs.String(), "a")
+	require.Len(t, lines, 1, "the handler's own timeout is a failure: logged")
+	assert.Contains(t, lines[0], "level=ERROR")
+	assert.Equal(t, 1, q.NumRequeues("a"))
+}
+
+// TestRunWorkersEndsThePermitOfAFailedHandler: with an AdaptiveLimiter, a
+// handler that panics or calls runtime.Goexit still ends the permit its
+// worker took (as a neutral outcome: the limit stays), and so does a worker
+// that took a permit and then found the queue shutting down.
+func TestRunWorkersEndsThePermitOfAFailedHandler(t *testing.T) {
+	l := backoff.NewAdaptiveLimiter(backoff.WithClock(newQueueClock()), backoff.WithInitialLimit(4))
+	q := backoff.NewRateLimitingQueue[string](newQLimiter[string](func(int) time.Duration { return time.Hour }),
+		backoff.WithClock(newQueueClock()), backoff.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	q.Add("panic")
+	q.Add("exit")
+	q.Add("end")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		backoff.RunWorkers(ctx, q, 1, func(_ context.Context, item string) (backoff.Result, error) {
+			switch item {
+			case "panic":
+				panic("boom")
+			case "exit":
+				runtime.Goexit()
+			}
+			cancel()
+			return backoff.Result{}, nil
+		}, backoff.WithPacer(l))
+		close(done)
+	}()
+	waitFor(t, "RunWorkers to return after cancel", done)
+	assert.Zero(t, l.Inflight(), "every permit ended")
+	assert.Equal(t, 4, l.Limit(), "a handler's panic says nothing about the downstream")
+
+	// Idle workers hold a permit while they wait for an item; the queue shut
+	// down by someone else ends their wait, and their permits.
+	q = backoff.NewRateLimitingQueue[string](newQLimiter[string](func(int) time.Duration { return 0 }), backoff.WithClock(newQueueClock()))
+	done = make(chan struct{})
+	go func() {
+		backoff.RunWorkers(context.Background(), q, 3, func(context.Context, string) (backoff.Result, error) {
+			return backoff.Result{}, nil
+		}, backoff.WithPacer(l))
+		close(done)
+	}()
+	q.ShutDown()
+	waitFor(t, "RunWorkers to return after ShutDown", done)
+	assert.Zero(t, l.Inflight(), "the idle workers' permits ended")
 }
 
 // TestRunWorkersWithCtxAlreadyDone: RunWorkers hands out nothing, leaves

@@ -418,6 +418,57 @@ func TestContextDeadlineBeforeFirstAttempt(t *testing.T) {
 	assert.Equal(t, 0, calls)
 }
 
+// TestBodyClosedWhenNothingIsSent: whichever path a request takes (retried,
+// sent once because its method is not idempotent, or sent once because its
+// body is a stream), a context that ended before the first attempt sends
+// nothing and still closes the body.
+func TestBodyClosedWhenNothingIsSent(t *testing.T) {
+	for _, tc := range []struct {
+		name, method string
+		getBody      bool
+	}{
+		{"retried", http.MethodPut, true},
+		{"not idempotent", http.MethodPost, true},
+		{"stream", http.MethodPut, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var s script
+			h := newHarness(t, s.handler(ok))
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			body := &closeRecorder{Reader: strings.NewReader("x")}
+			req, err := http.NewRequestWithContext(ctx, tc.method, h.srv.URL, body)
+			require.NoError(t, err)
+			if tc.getBody {
+				req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("x")), nil }
+			}
+			_, err = h.rt.RoundTrip(req)
+			assert.ErrorIs(t, err, context.Canceled)
+			assert.True(t, body.closed, "RoundTrip closes the body even when it sends nothing")
+			calls, _ := s.requests()
+			assert.Zero(t, calls)
+		})
+	}
+}
+
+// TestStreamSentOnceWhateverIdempotentSays: a body without GetBody cannot be
+// sent twice, even when the Idempotent field says the request may be
+// repeated.
+func TestStreamSentOnceWhateverIdempotentSays(t *testing.T) {
+	var s script
+	h := newHarness(t, s.handler(busy, ok))
+	h.rt.Idempotent = func(*http.Request) bool { return true }
+	req, err := http.NewRequest(http.MethodPost, h.srv.URL, &closeRecorder{Reader: strings.NewReader("stream")})
+	require.NoError(t, err)
+	resp, err := h.rt.RoundTrip(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	calls, bodies := s.requests()
+	assert.Equal(t, 1, calls)
+	assert.Equal(t, []string{"stream"}, bodies)
+}
+
 // TestClientDeadlineDuringWait: through an http.Client, a context that ends
 // during a wait, with context.DeadlineExceeded as its cause, yields an error
 // that matches both its error and its cause.

@@ -123,6 +123,62 @@ func TestQueueMetricsOfOneNameAddUpAndDeleteDropsThem(t *testing.T) {
 	m.ForQueue("")
 }
 
+// TestSeriesOfOneNameAddUp: two of anything given one name report one
+// series: the sum of their counts and unfinished work, and the longest of
+// their longest-running items, whichever was registered first.
+func TestSeriesOfOneNameAddUp(t *testing.T) {
+	m, reader := newMetrics(t)
+	a, b := m.ForQueue("pods").(*otel.QueueMetrics), m.ForQueue("pods").(*otel.QueueMetrics)
+	a.SetWaiting(1)
+	b.SetWaiting(2)
+	a.IncBudgetRefused()
+	b.IncBudgetRefused()
+	b.IncRetries()
+	a.TrackProcessing(func() (time.Duration, time.Duration) { return 3 * time.Second, 3 * time.Second })
+	b.TrackProcessing(func() (time.Duration, time.Duration) { return time.Second, time.Second })
+
+	fc := testingclock.NewFakeClock(epoch)
+	l1, stop1 := m.WrapLimiter("api", backoff.NewLimiter(1, 1, backoff.WithClock(fc)))
+	defer stop1()
+	l2, stop2 := m.WrapLimiter("api", backoff.NewLimiter(1, 1, backoff.WithClock(fc)))
+	defer stop2()
+	l1.Allow()
+	l1.Allow() // rejected
+	l2.Allow()
+	l2.Allow() // rejected
+
+	db1, db2 := m.ForRetryBudget("db"), m.ForRetryBudget("db")
+	db1.IncRequests()
+	db2.IncRequests()
+	db1.IncRetries()
+	db2.IncRetries()
+	db1.IncRefused()
+	db2.IncRefused()
+
+	api, db := otel.NameKey.String("api"), otel.NameKey.String("db")
+	c := collect(t, reader)
+	for _, tc := range []struct {
+		name string
+		attr attribute.KeyValue
+		want float64
+	}{
+		{otel.QueueDelayedItemsName, pods, 3},
+		{otel.QueueBudgetRefusedName, pods, 2},
+		{otel.QueueRetriesName, pods, 1},
+		{otel.QueueUnfinishedWorkName, pods, 4},
+		{otel.QueueLongestRunningName, pods, 3},
+		{otel.LimiterAdmittedName, api, 2},
+		{otel.LimiterRejectedName, api, 2},
+		{otel.RetryBudgetRequestsName, db, 2},
+		{otel.RetryBudgetRetriesName, db, 2},
+		{otel.RetryBudgetRefusedName, db, 2},
+	} {
+		if got := c.value(t, tc.name, tc.attr); got != tc.want {
+			t.Errorf("%s{%v} = %v, want %v", tc.name, tc.attr.Value.String(), got, tc.want)
+		}
+	}
+}
+
 func TestRetryBudgetMetricsCountDecisionsAndObserveTheBalance(t *testing.T) {
 	m, reader := newMetrics(t)
 	fc := testingclock.NewFakeClock(epoch)
