@@ -20,12 +20,17 @@ import (
 )
 
 // testTimeout is the deadline of every Redis call in these tests, and
-// schedulingSlack what a call may take beyond it on a loaded two-core CI
-// machine under the race detector (waking the goroutine, closing the
-// connection).
+// schedulingSlack what a call may take beyond it on a lightly loaded two-core
+// CI machine under the race detector (waking the goroutine, closing the
+// connection). loadSlack is what the checks that a call honours its deadline
+// allow beyond it: far above the scheduling delays of a two-core machine at a
+// load of 5 under the race detector, and far below go-redis's own 3 s read
+// timeout, which a call that ignored its deadline would wait out on a frozen
+// server.
 const (
 	testTimeout     = 50 * time.Millisecond
 	schedulingSlack = 100 * time.Millisecond
+	loadSlack       = time.Second
 )
 
 // deadClient returns a client of a loopback port where nothing listens.
@@ -60,14 +65,13 @@ func (b *logBuffer) count(substr string) int {
 func (b *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(b, nil)) }
 
 // timed runs f and fails the test if it took longer than the deadline of a
-// Redis call (plus scheduling slack).
-func timed(t *testing.T, what string, f func()) time.Duration {
+// Redis call (plus loadSlack).
+func timed(t *testing.T, what string, f func()) {
 	t.Helper()
 	start := time.Now()
 	f()
 	took := time.Since(start)
-	assert.LessOrEqual(t, took, testTimeout+schedulingSlack, "%s blocked past its deadline", what)
-	return took
+	assert.LessOrEqual(t, took, testTimeout+loadSlack, "%s blocked past its deadline", what)
 }
 
 // faultRig is a limiter on a server the test can crash and freeze, with its
@@ -145,8 +149,8 @@ func (r *faultRig) outage(t *testing.T, fail, heal func()) {
 			}
 		}()
 	}
-	took := timed(t, "8×20 fallback decisions", wg.Wait)
-	assert.Less(t, took, testTimeout, "no fallback decision waited for Redis")
+	timed(t, "8×20 fallback decisions", wg.Wait)
+	assert.Equal(t, st.Errors, r.lim.Stats().Errors, "no fallback decision tried Redis")
 	// The fallback's burst is 400/4 = 100: the 161 events since the first
 	// fallback decision exceed it.
 	assert.Less(t, r.lim.Stats().Fallback-st.Fallback, uint64(1+160))
@@ -300,6 +304,6 @@ func TestKillUnderLoad(t *testing.T) {
 	assert.GreaterOrEqual(t, st.Outages, uint64(1))
 	assert.LessOrEqual(t, st.Outages, uint64(2))
 	assert.Positive(t, st.Fallback)
-	assert.LessOrEqual(t, slowest, testTimeout+schedulingSlack, "a call blocked past its deadline")
+	assert.LessOrEqual(t, slowest, testTimeout+loadSlack, "a call blocked past its deadline")
 	t.Logf("%d calls, %d shared, %d fallback, slowest %v; %+v", calls, shared, st.Fallback, slowest, st)
 }

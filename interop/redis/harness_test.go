@@ -149,6 +149,31 @@ func serverTime(tb testing.TB, c goredis.UniversalClient) time.Time {
 	return t
 }
 
+// serverSpan is a stretch of the server's clock that starts with a TIME read
+// before the decisions it covers. The server computes every delay from its
+// own clock, so a delay is bounded by what that clock read before and after
+// the decision, however long the machine took to run the test.
+type serverSpan struct {
+	tb    testing.TB
+	c     goredis.UniversalClient
+	start time.Time
+}
+
+// openSpan reads the server's clock: the decisions made after it returns
+// are covered by the span.
+func openSpan(tb testing.TB, c goredis.UniversalClient) *serverSpan {
+	tb.Helper()
+	return &serverSpan{tb: tb, c: c, start: serverTime(tb, c)}
+}
+
+// elapsed reads the server's clock again and returns the server time since
+// the span opened: at least the server time between any two decisions made
+// since then and before this call.
+func (s *serverSpan) elapsed() time.Duration {
+	s.tb.Helper()
+	return serverTime(s.tb, s.c).Sub(s.start)
+}
+
 // generous is the timeout of the tests that are not about faults: on a
 // loaded machine under the race detector, a first call (dial, handshake,
 // script load) can take longer than the default 50 ms, and those tests check

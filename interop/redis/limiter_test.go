@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	backoffredis "github.com/retrykit/backoff/interop/redis"
 )
@@ -17,8 +18,11 @@ import (
 func TestLimiterAdmitsBurstThenRefuses(t *testing.T) {
 	s := startServer(t)
 	c := s.client()
-	l := backoffredis.NewLimiter(c, "api", 10, 5, generous)
+	// One event per second: the test's calls fit well within the second
+	// that refills one, however loaded the machine.
+	l := backoffredis.NewLimiter(c, "api", 1, 5, generous)
 	ctx := context.Background()
+	span := openSpan(t, c)
 
 	for i := range 5 {
 		r, err := l.AllowN(ctx, 1)
@@ -30,8 +34,8 @@ func TestLimiterAdmitsBurstThenRefuses(t *testing.T) {
 	r, err := l.AllowN(ctx, 1)
 	require.NoError(t, err)
 	assert.False(t, r.Allowed)
-	assert.Greater(t, r.RetryAfter, time.Duration(0))
-	assert.LessOrEqual(t, r.RetryAfter, 100*time.Millisecond)
+	// The first event's slot comes back a second after it was admitted.
+	within(t, r.RetryAfter, time.Second-span.elapsed(), time.Second)
 	assert.False(t, l.Allow(ctx))
 
 	// n above the burst is never admitted.
@@ -41,18 +45,18 @@ func TestLimiterAdmitsBurstThenRefuses(t *testing.T) {
 	assert.Equal(t, time.Duration(-1), r.RetryAfter)
 
 	// The key is where the doc says, and expires when the bucket is full
-	// again (5 events at 10/s: within 500 ms).
+	// again: 5 s after the first event.
 	assert.Equal(t, "backoff:{api}", l.Key())
 	ttl, err := c.PTTL(ctx, l.Key()).Result()
 	require.NoError(t, err)
-	assert.Greater(t, ttl, time.Duration(0))
-	assert.LessOrEqual(t, ttl, 500*time.Millisecond)
+	assert.Positive(t, ttl)
+	assert.LessOrEqual(t, ttl, 5*time.Second)
 
 	st := l.Stats()
 	assert.Equal(t, uint64(8), st.Shared)
 	assert.Zero(t, st.Fallback+st.Errors+st.Outages)
 	assert.True(t, st.Available)
-	assert.Equal(t, 10.0, l.Limit())
+	assert.Equal(t, 1.0, l.Limit())
 	assert.Equal(t, 5, l.Burst())
 }
 
@@ -143,24 +147,37 @@ func TestKeysExpireWhenTheirBucketIsFull(t *testing.T) {
 func TestReserveAndCancel(t *testing.T) {
 	s := startServer(t)
 	c := s.client()
-	l := backoffredis.NewLimiter(c, "reserve", 10, 1, generous) // one event per 100 ms
+	// On a fake local clock, Delay is the delay the server computed, which
+	// its own clock bounds: each reservation's slot is 100 ms after the
+	// previous one, less the server time since the first.
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	l := backoffredis.NewLimiter(c, "reserve", 10, 1, generous, backoffredis.WithClock(clk)) // one event per 100 ms
 	ctx := context.Background()
+	span := openSpan(t, c)
 
 	r1 := l.Reserve(ctx)
 	require.True(t, r1.OK())
 	assert.Zero(t, r1.Delay())
 	r2 := l.Reserve(ctx)
 	require.True(t, r2.OK())
-	inRange(t, r2.Delay(), 50*time.Millisecond, 100*time.Millisecond)
 	r3 := l.Reserve(ctx)
 	require.True(t, r3.OK())
-	inRange(t, r3.Delay(), 150*time.Millisecond, 200*time.Millisecond)
+	took := span.elapsed()
+	within(t, r2.Delay(), 100*time.Millisecond-took, 100*time.Millisecond)
+	within(t, r3.Delay(), 200*time.Millisecond-took, 200*time.Millisecond)
 
 	// Cancelling the last reservation gives its slot to the next caller.
 	r3.Cancel()
 	r3.Cancel() // a second Cancel does nothing
 	r4 := l.Reserve(ctx)
-	inRange(t, r4.Delay(), 150*time.Millisecond, 200*time.Millisecond) // 300 ms without the Cancel
+	d4 := r4.Delay()
+	within(t, d4, 200*time.Millisecond-span.elapsed(), 200*time.Millisecond) // 300 ms without the Cancel
+
+	// Delay counts down on the local clock from the decision's arrival.
+	clk.Step(30 * time.Millisecond)
+	assert.Equal(t, d4-30*time.Millisecond, r4.Delay())
+	clk.Step(time.Second)
+	assert.Zero(t, r4.Delay())
 
 	bad, err := l.ReserveN(ctx, 2)
 	require.NoError(t, err)
@@ -172,34 +189,52 @@ func TestReserveAndCancel(t *testing.T) {
 func TestWaitRefusesAWaitPastTheDeadline(t *testing.T) {
 	s := startServer(t)
 	c := s.client()
-	l := backoffredis.NewLimiter(c, "wait", 10, 1, generous)
+	// Wait's deadline and timer are on a fake local clock, the delays on
+	// the server's: one event per second leaves the test's calls a second
+	// of server time, however loaded the machine, before a slot comes back.
+	// The fake clock runs an hour ahead of the real one, so that go-redis,
+	// which reads a deadline on the real clock, sees it far off.
+	clk := armedClock{clocktesting.NewFakeClock(time.Now().Add(time.Hour)), make(chan time.Duration, 1)}
+	l := backoffredis.NewLimiter(c, "wait", 1, 1, generous, backoffredis.WithClock(clk))
 	ctx := context.Background()
+	span := openSpan(t, c)
 	require.NoError(t, l.Wait(ctx)) // the burst: no wait
 
-	// The next event is 100 ms away: a 20 ms deadline cannot cover it, and
-	// nothing is reserved.
-	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	err := l.Wait(short)
-	assert.ErrorIs(t, err, backoffredis.ErrWouldExceedDeadline)
-	assert.Less(t, time.Since(start), 20*time.Millisecond, "returned without waiting")
+	// The next event is a second away: a deadline 20 ms away cannot cover
+	// it, Wait returns without arming a timer, and nothing is reserved.
+	short := fakeDeadline{ctx, clk.Now().Add(20 * time.Millisecond)}
+	assert.ErrorIs(t, l.Wait(short), backoffredis.ErrWouldExceedDeadline)
+	select {
+	case d := <-clk.armed:
+		t.Fatalf("the refused Wait armed a timer of %v", d)
+	default:
+	}
 	r := l.Reserve(ctx)
-	inRange(t, r.Delay(), 50*time.Millisecond, 100*time.Millisecond) // 200 ms had the refused Wait reserved
+	within(t, r.Delay(), time.Second-span.elapsed(), time.Second) // 2 s had the refused Wait reserved
 
 	assert.ErrorIs(t, l.WaitN(ctx, 2), backoffredis.ErrExceedsBurst)
 
-	// Wait that can wait: returns after the reserved delay (~200 ms now).
-	start = time.Now()
-	require.NoError(t, l.Wait(ctx))
-	assert.GreaterOrEqual(t, time.Since(start), 150*time.Millisecond)
+	// Wait that can wait arms a timer of its reserved delay (2 s, less the
+	// server time since the first event) and returns when it fires.
+	done := make(chan error, 1)
+	go func() { done <- l.Wait(ctx) }()
+	d := <-clk.armed
+	within(t, d, 2*time.Second-span.elapsed(), 2*time.Second)
+	clk.Step(d - time.Nanosecond)
+	select {
+	case err := <-done:
+		t.Fatalf("Wait returned %v before its time", err)
+	default:
+	}
+	clk.Step(time.Nanosecond)
+	require.NoError(t, <-done)
 
-	// A context cancelled while Wait waits (the next slot is 100 ms away)
-	// ends the wait with its cause.
+	// A context cancelled while Wait waits (the next slot is a second
+	// away) ends the wait with its cause.
 	cctx, cancelCause := context.WithCancelCause(ctx)
 	cause := errors.New("shutting down")
-	done := make(chan error, 1)
 	go func() { done <- l.Wait(cctx) }()
+	<-clk.armed
 	cancelCause(cause)
 	assert.ErrorIs(t, <-done, cause)
 }
@@ -234,6 +269,14 @@ func TestConstructorsRejectBadArguments(t *testing.T) {
 func inRange(t *testing.T, d, lo, hi time.Duration) {
 	t.Helper()
 	assert.Greater(t, d, lo)
+	assert.LessOrEqual(t, d, hi)
+}
+
+// within checks lo ≤ d ≤ hi, for a delay whose bounds the test derived from
+// the server's clock (see serverSpan).
+func within(t *testing.T, d, lo, hi time.Duration) {
+	t.Helper()
+	assert.GreaterOrEqual(t, d, lo)
 	assert.LessOrEqual(t, d, hi)
 }
 

@@ -14,8 +14,10 @@ import (
 
 func TestTokensSetLimitAndSetBurst(t *testing.T) {
 	s := startServer(t)
-	l := backoffredis.NewLimiter(s.client(), "limits", 1, 5, generous) // one event per second
+	c := s.client()
+	l := backoffredis.NewLimiter(c, "limits", 1, 5, generous) // one event per second
 	ctx := context.Background()
+	span := openSpan(t, c)
 
 	tokens, err := l.Tokens(ctx)
 	require.NoError(t, err)
@@ -25,24 +27,26 @@ func TestTokensSetLimitAndSetBurst(t *testing.T) {
 	}
 	tokens, err = l.Tokens(ctx)
 	require.NoError(t, err)
-	assert.InDelta(t, 2.0, tokens, 0.5, "a second's refill at most, on a loaded machine")
+	// The bucket refills by one event per second of server time since the
+	// first event.
+	tokensWithin(t, tokens, 2, span)
 	r, err := l.ReserveN(ctx, 4)
 	require.NoError(t, err)
 	require.True(t, r.OK())
 	tokens, err = l.Tokens(ctx)
 	require.NoError(t, err)
-	assert.Less(t, tokens, -1.0, "negative while the reservation waits")
+	tokensWithin(t, tokens, -2, span) // negative while the reservation waits
 	r.Cancel()
 	tokens, err = l.Tokens(ctx)
 	require.NoError(t, err)
-	assert.InDelta(t, 2.0, tokens, 0.5, "Cancel gave the four back")
+	tokensWithin(t, tokens, 2, span) // Cancel gave the four back
 
 	// A larger burst keeps the bucket's debt of three events.
 	l.SetBurst(10)
 	assert.Equal(t, 10, l.Burst())
 	tokens, err = l.Tokens(ctx)
 	require.NoError(t, err)
-	assert.InDelta(t, 7.0, tokens, 0.5)
+	tokensWithin(t, tokens, 7, span)
 	res, err := l.AllowN(ctx, 7)
 	require.NoError(t, err)
 	assert.True(t, res.Allowed, "the new burst admits what the old one could not")
@@ -71,7 +75,8 @@ func TestTokensSetLimitAndSetBurst(t *testing.T) {
 
 func TestKeyLimits(t *testing.T) {
 	s := startServer(t)
-	k := backoffredis.NewKeyedLimiter(s.client(), "tenants", 1, 2, generous)
+	c := s.client()
+	k := backoffredis.NewKeyedLimiter(c, "tenants", 1, 2, generous)
 	ctx := context.Background()
 	admitted := func(key string, tries int) int {
 		n := 0
@@ -85,12 +90,13 @@ func TestKeyLimits(t *testing.T) {
 
 	k.SetKeyLimit("gold", 1, 6)
 	k.SetKeyLimit("free", math.Inf(1), 0)
+	span := openSpan(t, c)
 	assert.Equal(t, 6, admitted("gold", 10))
 	assert.Equal(t, 2, admitted("plain", 10))
 	assert.Equal(t, 10, admitted("free", 10), "an infinite rate admits whatever the burst")
 	tokens, err := k.Tokens(ctx, "gold")
 	require.NoError(t, err)
-	assert.InDelta(t, 0.0, tokens, 0.5)
+	tokensWithin(t, tokens, 0, span)
 	tokens, err = k.Tokens(ctx, "fresh")
 	require.NoError(t, err)
 	assert.Equal(t, 2.0, tokens)
@@ -116,4 +122,13 @@ func TestKeyLimits(t *testing.T) {
 	assert.Equal(t, 0, admitted("silver", 5), "three events of debt exceed a burst of two")
 	assert.Equal(t, 1.0, k.Limit())
 	assert.Equal(t, 2, k.Burst())
+}
+
+// tokensWithin checks the tokens of a bucket at one event per second that
+// held want at the first event of span: at least want, and at most want plus
+// the server time since.
+func tokensWithin(t *testing.T, tokens, want float64, span *serverSpan) {
+	t.Helper()
+	assert.GreaterOrEqual(t, tokens, want-1e-9)
+	assert.LessOrEqual(t, tokens, want+span.elapsed().Seconds())
 }
