@@ -237,7 +237,7 @@ var optionTable = []struct {
 		"Forever", "Until", "UntilWithContext", "NonSlidingUntil", "NonSlidingUntilWithContext", "JitterUntil",
 		"JitterUntilWithContext", "BackoffUntil", "BackoffUntilWithContext",
 	}, ""},
-	{[]string{"WithJitterKind", "WithMaxElapsedTime", "WithMaxRetryAfter", "WithNotify", "WithRetryable"},
+	{[]string{"WithJitterKind", "WithMaxElapsedTime", "WithMaxRetryAfter", "WithMinAttemptTime", "WithAttemptTimeout", "WithNotify", "WithRetryable", "WithMaxElapsedTimeSinceFirstFailure"},
 		[]string{"Retry", "RetryValue"}, "not OnError, whose waits are ExponentialBackoff's"},
 	{[]string{"WithRetryBudget"}, []string{"Retry", "RetryValue", "OnError", "NewRateLimitingQueue"}, ""},
 	{[]string{"WithRetryBudgetMetrics"}, []string{"NewRetryBudget"}, ""},
@@ -291,7 +291,9 @@ func renderOptionTable() []string {
 			if i < len(right) {
 				r = right[i]
 			}
-			lines = append(lines, strings.TrimRight("//\t"+l+strings.Repeat(" ", left-len(l))+r, " "))
+			// A name longer than the column goes on a line of its own, with
+			// no reader beside it (it comes last in its row).
+			lines = append(lines, strings.TrimRight("//\t"+l+strings.Repeat(" ", max(left-len(l), 1))+r, " "))
 		}
 	}
 	return lines

@@ -51,8 +51,11 @@ import (
 //	WithJitterKind,         Retry, RetryValue (not OnError, whose waits are
 //	WithMaxElapsedTime,     ExponentialBackoff's)
 //	WithMaxRetryAfter,
+//	WithMinAttemptTime,
+//	WithAttemptTimeout,
 //	WithNotify,
-//	WithRetryable
+//	WithRetryable,
+//	WithMaxElapsedTimeSinceFirstFailure
 //	WithRetryBudget         Retry, RetryValue, OnError, NewRateLimitingQueue
 //	WithRetryBudgetMetrics  NewRetryBudget
 //	WithName,               NewQueue, NewDelayingQueue, NewRateLimitingQueue (the
@@ -103,6 +106,9 @@ const (
 	optionInitialLimit
 	optionPacer
 	optionInitialRate
+	optionMinAttemptTime
+	optionAttemptTimeout
+	optionMaxElapsedSinceFailure
 )
 
 // config holds every setting an Option can change. Each part of the package
@@ -157,6 +163,14 @@ func (c *config) apply(opts []Option) {
 			c.loop.onPanic, _ = o.v.(func(any))
 		case optionMaxElapsedTime:
 			c.retry.maxElapsed = time.Duration(o.n)
+			c.retry.sinceFailure = false
+		case optionMaxElapsedSinceFailure:
+			c.retry.maxElapsed = time.Duration(o.n)
+			c.retry.sinceFailure = true
+		case optionMinAttemptTime:
+			c.retry.minAttempt = time.Duration(o.n)
+		case optionAttemptTimeout:
+			c.retry.attemptTimeout = time.Duration(o.n)
 		case optionNotify:
 			c.retry.notify, _ = o.v.(func(int, error, time.Duration))
 		case optionRetryable:
@@ -231,7 +245,9 @@ func nameOption(k optionKind, s string) Option {
 // helper waits, which FakeClock.Waiters (a count) and HasWaiters report.
 // What each helper registers, and when:
 //
-//	Retry, ExponentialBackoff*, OnError   1 timer, during each wait (none for a wait of 0)
+//	Retry, ExponentialBackoff*, OnError   1 timer, during each wait (none for a wait of 0);
+//	                                      with WithAttemptTimeout, 1 AfterFunc during
+//	                                      each attempt
 //	PollUntilContextCancel                1 timer, during each wait
 //	PollUntilContextTimeout               1 AfterFunc for the timeout, for the whole call,
 //	                                      plus 1 timer during each wait: HasWaiters is
@@ -246,6 +262,18 @@ func nameOption(k optionKind, s string) Option {
 // call (a queue's, its ShutDown). To run such code to completion without
 // stepping by hand, use backofftest.AutoStepClock
 // (github.com/retrykit/backoff/backofftest), on which waiting takes no time.
+//
+// # Deadlines
+//
+// A deadline on a context is an instant of the real clock, and the context
+// ends at it whatever clock is injected. So [Retry] measures the time left
+// before ctx's deadline on the real clock, and compares each wait, measured
+// on c, with it: with a FakeClock a test sees the decisions production would
+// take for the same durations, and the FakeClock's steps do not use up the
+// deadline. A test that wants the deadline to pass as the waits are taken
+// runs on the real clock in a testing/synctest bubble, where it is virtual.
+// Timeouts that the package measures itself ([WithAttemptTimeout],
+// [PollUntilContextTimeout]) run on c.
 //
 // WithClock panics if c is nil, including a typed nil such as a nil
 // *testing.FakeClock, which would otherwise crash on first use.

@@ -3,6 +3,7 @@ package backoff
 import (
 	"context"
 	"errors"
+	"k8s.io/utils/clock"
 	"time"
 )
 
@@ -170,15 +171,22 @@ func walkChain(err error, match func(error) bool) bool {
 // and reports fn's outcome, even if fn panics. A wait that ends with ctx
 // returns ctx's error and started false, without calling fn; a Throttler's
 // rejection returns ErrThrottled and started true without calling fn (an
-// attempt that failed at once).
-func pacedAttempt(ctx context.Context, p Pacer, fn func(context.Context) error) (err error, started bool) {
+// attempt that failed at once). With a timeout > 0, fn runs under a context
+// that also ends timeout after p admits the attempt, on clk.
+func pacedAttempt(ctx context.Context, p Pacer, fn func(context.Context) error, clk clock.WithDelayedExecution, timeout time.Duration) (err error, started bool) {
 	pc, err := p.startAttempt(ctx)
 	if err != nil {
 		return err, ctx.Err() == nil
 	}
 	o, hint := outcomeNeutral, time.Duration(0)
 	defer func() { pc.finish(o, hint) }() // a panic in fn frees the permit, as neutral
-	err = fn(ctx)
+	if timeout > 0 {
+		actx := withClockTimeout(ctx, clk, timeout)
+		err = fn(actx)
+		actx.release()
+	} else {
+		err = fn(ctx)
+	}
 	o, hint = classifyOutcome(ctx, err)
 	return err, true
 }

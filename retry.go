@@ -15,10 +15,14 @@ import (
 // except a [Permanent] one, proportional jitter, and Retry-After hints
 // honoured up to [DefaultMaxRetryAfter].
 type retryConfig struct {
-	maxElapsed time.Duration // 0: no budget
-	notify     func(attempt int, err error, next time.Duration)
-	retryable  func(error) bool // nil: every error is
-	jitter     JitterKind
+	maxElapsed   time.Duration // 0: no budget
+	sinceFailure bool          // maxElapsed counts from the first failure, not the call
+	// minAttempt is the least time before ctx's deadline an attempt may
+	// start with; attemptTimeout bounds each attempt (0: none).
+	minAttempt, attemptTimeout time.Duration
+	notify                     func(attempt int, err error, next time.Duration)
+	retryable                  func(error) bool // nil: every error is
+	jitter                     JitterKind
 	// maxRetryAfter bounds Retry-After hints; 0 means DefaultMaxRetryAfter,
 	// unless ignoreHints is set.
 	maxRetryAfter time.Duration
@@ -64,8 +68,8 @@ type RetryError struct {
 	// Last is the error of the last attempt, or nil when there was none.
 	Last error
 	// Reason says why Retry stopped: ErrAttemptsExhausted,
-	// ErrMaxElapsedTime, ErrRetryBudgetExhausted, or the context's error
-	// (context.Canceled or context.DeadlineExceeded).
+	// ErrMaxElapsedTime, ErrRetryBudgetExhausted, ErrDeadlineWouldPass, or
+	// the context's error (context.Canceled or context.DeadlineExceeded).
 	Reason error
 
 	cause error // context.Cause, when it says more than Reason
@@ -196,6 +200,21 @@ func WithRetryable(retryable func(error) bool) Option {
 // that follows it with the hint, bounded by [WithMaxRetryAfter]; the
 // schedule still advances, so later waits are as if there had been no hint.
 //
+// # Deadlines
+//
+// Retry never starts a wait that would end at or after ctx's deadline, nor
+// one that would leave the next attempt less than [WithMinAttemptTime]:
+// it returns at once instead of sleeping into the deadline, with a
+// [*RetryError] whose Last is fn's last error and whose Reason is
+// [ErrDeadlineWouldPass], which errors.Is also matches with
+// context.DeadlineExceeded. The time left is read on the real clock (see
+// [WithClock]); reading it costs one ctx.Deadline() per wait.
+// [WithAttemptTimeout] bounds each attempt, and
+// [WithMaxElapsedTimeSinceFirstFailure] counts a budget from the first
+// failure rather than the call.
+//
+// # Timers
+//
 // Every wait is a timer of the clock given with [WithClock], reused for the
 // whole call, and selected against ctx.Done(); a wait of 0 does not touch the
 // clock. When ctx is done during a wait, Retry returns at once, and before an
@@ -225,8 +244,8 @@ func Retry(ctx context.Context, s Schedule, fn func(context.Context) error, opts
 	cfg.apply(opts)
 	rc := &cfg.retry
 	clk := cfg.clock
-	var start time.Time // read only for WithMaxElapsedTime
-	if rc.maxElapsed > 0 {
+	var start time.Time // read only for an elapsed-time budget
+	if rc.maxElapsed > 0 && !rc.sinceFailure {
 		start = clk.Now()
 	}
 	gate := newBudgetGate(cfg.budget.budget, clk, start, rc.maxElapsed > 0)
@@ -241,21 +260,32 @@ func Retry(ctx context.Context, s Schedule, fn func(context.Context) error, opts
 			return stoppedByContext(ctx, attempt-1, last)
 		}
 		if attempt == 1 {
+			if rc.minAttempt > 0 && deadlineTooClose(ctx, 0, rc.minAttempt) {
+				return &RetryError{Reason: ErrDeadlineWouldPass}
+			}
 			gate.request(0)
 		}
 		var err error
-		if rc.pacer == nil {
-			err = fn(ctx)
-		} else {
+		switch {
+		case rc.pacer != nil:
 			var started bool
-			if err, started = pacedAttempt(ctx, rc.pacer, fn); !started {
+			if err, started = pacedAttempt(ctx, rc.pacer, fn, clk, rc.attemptTimeout); !started {
 				return stoppedByContext(ctx, attempt-1, last) // ctx ended while waiting for the pacer
 			}
+		case rc.attemptTimeout > 0:
+			actx := withClockTimeout(ctx, clk, rc.attemptTimeout)
+			err = fn(actx)
+			actx.release()
+		default:
+			err = fn(ctx)
 		}
 		if err == nil {
 			return nil
 		}
 		last = err
+		if attempt == 1 && rc.sinceFailure && rc.maxElapsed > 0 {
+			start = clk.Now()
+		}
 
 		// Classify: an error that is not to be retried is returned as fn
 		// returned it; an end of ctx or of the attempts stops here.
@@ -282,6 +312,12 @@ func Retry(ctx context.Context, s Schedule, fn func(context.Context) error, opts
 			if addDuration(elapsed, wait) > rc.maxElapsed {
 				return &RetryError{Attempts: attempt, Last: err, Reason: ErrMaxElapsedTime}
 			}
+		}
+
+		// Deadline: no wait that would end at or after ctx's, nor one that
+		// leaves the next attempt less than WithMinAttemptTime.
+		if deadlineTooClose(ctx, wait, rc.minAttempt) {
+			return &RetryError{Attempts: attempt, Last: err, Reason: ErrDeadlineWouldPass}
 		}
 
 		// Gate: the retry budget, if any, must allow the retry. It decides

@@ -955,6 +955,21 @@ func BenchmarkRetryAttempt(b *testing.B) {
 
 // BenchmarkRetryCall measures a whole Retry call that succeeds at once: the
 // fixed cost per call.
+// BenchmarkRetryAttemptTimeout is BenchmarkRetryCall with
+// WithAttemptTimeout: the attempt's context and its clock timer.
+func BenchmarkRetryAttemptTimeout(b *testing.B) {
+	b.ReportAllocs()
+	ctx := context.Background()
+	s := backoff.Schedule{Duration: time.Millisecond, Factor: 2, Steps: 5}
+	fn := func(context.Context) error { return nil }
+	opt := backoff.WithAttemptTimeout(time.Second)
+	for i := 0; i < b.N; i++ {
+		if err := backoff.Retry(ctx, s, fn, opt); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkRetryCall(b *testing.B) {
 	b.ReportAllocs()
 	ctx := context.Background()

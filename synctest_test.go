@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -411,13 +412,30 @@ func TestSynctestRetry(t *testing.T) {
 	t.Run("context ends during a wait", func(t *testing.T) {
 		bubble(t, func(t *testing.T) {
 			start := time.Now()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			time.AfterFunc(25*time.Millisecond, cancel)
+			f, at := runTimes(start, 0, nil)
+			err := backoff.Retry(ctx, s, func(context.Context) error { f(); return errors.New("busy") })
+			assert.ErrorIs(t, err, context.Canceled)
+			assert.Equal(t, []time.Duration{0, 10 * time.Millisecond}, *at)
+			assert.Equal(t, 25*time.Millisecond, time.Since(start), "returns when ctx ends")
+		})
+	})
+	t.Run("a deadline the next wait would reach", func(t *testing.T) {
+		bubble(t, func(t *testing.T) {
+			start := time.Now()
 			ctx, cancel := context.WithTimeout(context.Background(), 25*time.Millisecond)
 			defer cancel()
 			f, at := runTimes(start, 0, nil)
-			err := backoff.Retry(ctx, s, func(context.Context) error { f(); return errors.New("busy") })
+			busy := errors.New("busy")
+			err := backoff.Retry(ctx, s, func(context.Context) error { f(); return busy })
+			assert.ErrorIs(t, err, backoff.ErrDeadlineWouldPass)
 			assert.ErrorIs(t, err, context.DeadlineExceeded)
+			assert.ErrorIs(t, err, busy, "the real last error")
 			assert.Equal(t, []time.Duration{0, 10 * time.Millisecond}, *at)
-			assert.Equal(t, 25*time.Millisecond, time.Since(start), "returns when ctx ends")
+			assert.Equal(t, 10*time.Millisecond, time.Since(start), "returns at once instead of waiting 20 ms into a deadline 15 ms away")
+			assert.NoError(t, ctx.Err(), "before the deadline")
 		})
 	})
 	t.Run("WithMaxElapsedTime", func(t *testing.T) {
@@ -733,6 +751,93 @@ func TestDocsRunWorkersInABubble(t *testing.T) {
 			}) // returns when ctx ends: a virtual hour, no real time
 			assert.Equal(t, []time.Duration{0, 5 * time.Millisecond, 15 * time.Millisecond,
 				30*time.Minute + 15*time.Millisecond}, handled)
+		})
+	}
+}
+
+// TestSynctestRetryNeverWaitsIntoTheDeadline runs Retry over a seeded mix of
+// schedules, deadlines, Retry-After hints, minimum attempt times and attempt
+// durations, on the real clock of a synctest bubble. No wait starts whose
+// end is at or past ctx's deadline (nor leaves less than the minimum), the
+// error of every give-up holds the last attempt's own error, and Retry never
+// returns after the deadline.
+func TestSynctestRetryNeverWaitsIntoTheDeadline(t *testing.T) {
+	rng := rand.New(rand.NewPCG(45, 1))
+	for c := range 300 {
+		s := backoff.Schedule{
+			Duration: time.Duration(1+rng.IntN(500)) * time.Millisecond,
+			Factor:   1 + 2*rng.Float64(),
+			Jitter:   rng.Float64(),
+			Steps:    rng.IntN(12),
+		}
+		deadline := time.Duration(rng.IntN(3000)) * time.Millisecond
+		minAttempt := time.Duration(rng.IntN(3)*rng.IntN(200)) * time.Millisecond
+		hintEvery := 1 + rng.IntN(4)
+		seed := rng.Uint64()
+		bubble(t, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 2))
+			start := time.Now()
+			ctx, cancel := context.WithTimeout(context.Background(), deadline)
+			defer cancel()
+			var last error
+			attempts := 0
+			err := backoff.Retry(ctx, s, func(ctx context.Context) error {
+				attempts++
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Duration(r.IntN(300)) * time.Millisecond):
+				}
+				last = fmt.Errorf("attempt %d failed", attempts)
+				if attempts%hintEvery == 0 {
+					last = backoff.RetryAfter(time.Duration(r.IntN(2000))*time.Millisecond, last)
+				}
+				return last
+			}, backoff.WithMinAttemptTime(minAttempt), backoff.WithNotify(func(_ int, _ error, next time.Duration) {
+				if end := time.Since(start) + next + minAttempt; end >= deadline && deadline > 0 {
+					t.Errorf("case %d: a wait of %v started at %v, with %v more for an attempt, reaches the deadline %v", c, next, time.Since(start), minAttempt, deadline)
+				}
+			}))
+			require.Error(t, err, "case %d", c)
+			if attempts > 0 {
+				assert.ErrorIs(t, err, last, "case %d: the last attempt's error is returned", c)
+			}
+			assert.LessOrEqual(t, time.Since(start), deadline, "case %d: no overshoot", c)
+		})
+	}
+}
+
+// TestSynctestRetryAttemptTimeoutAgainstTheDeadline: an attempt that hangs,
+// with an attempt timeout shorter than, equal to and longer than the 100 ms
+// left on ctx. The shorter one ends the attempt, which is retried; the
+// others leave it to ctx's deadline, which ends Retry with no retry.
+func TestSynctestRetryAttemptTimeoutAgainstTheDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		timeout  time.Duration
+		attempts int
+		reason   error
+	}{
+		// 0–30 ms, a 10 ms wait, 40–70 ms; then a 20 ms wait and the 25 ms
+		// minimum would pass the deadline.
+		{30 * time.Millisecond, 2, backoff.ErrDeadlineWouldPass},
+		{100 * time.Millisecond, 1, context.DeadlineExceeded},
+		{300 * time.Millisecond, 1, context.DeadlineExceeded},
+	} {
+		t.Run(tc.timeout.String(), func(t *testing.T) {
+			bubble(t, func(t *testing.T) {
+				start := time.Now()
+				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+				defer cancel()
+				var ends []time.Duration
+				err := backoff.Retry(ctx, backoff.Schedule{Duration: 10 * time.Millisecond, Factor: 2, Steps: 10}, func(actx context.Context) error {
+					<-actx.Done() // hangs until its context ends
+					ends = append(ends, time.Since(start))
+					return actx.Err()
+				}, backoff.WithAttemptTimeout(tc.timeout), backoff.WithMinAttemptTime(25*time.Millisecond))
+				assert.ErrorIs(t, err, tc.reason)
+				assert.ErrorIs(t, err, context.DeadlineExceeded)
+				assert.Len(t, ends, tc.attempts, "attempts ended at %v", ends)
+				assert.LessOrEqual(t, time.Since(start), 100*time.Millisecond)
+			})
 		})
 	}
 }

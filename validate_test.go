@@ -344,6 +344,9 @@ func badInputs() []badInput {
 
 		// Retry's options and the budget.
 		panicsOn("WithMaxElapsedTime", "d", "-1s", "d must not be negative, got -1s", func() { backoff.WithMaxElapsedTime(-time.Second) }),
+		panicsOn("WithMaxElapsedTimeSinceFirstFailure", "d", "-1s", "d must not be negative, got -1s", func() { backoff.WithMaxElapsedTimeSinceFirstFailure(-time.Second) }),
+		panicsOn("WithMinAttemptTime", "d", "-1s", "d must not be negative, got -1s", func() { backoff.WithMinAttemptTime(-time.Second) }),
+		panicsOn("WithAttemptTimeout", "d", "-1s", "d must not be negative, got -1s", func() { backoff.WithAttemptTimeout(-time.Second) }),
 		panicsOn("WithMaxRetryAfter", "d", "-1s", "d must not be negative, got -1s", func() { backoff.WithMaxRetryAfter(-time.Second) }),
 		nilPanics("WithNotify", "notify", func() { backoff.WithNotify(nil) }),
 		nilPanics("WithRetryable", "retryable", func() { backoff.WithRetryable(nil) }),
