@@ -229,7 +229,10 @@ var optionTable = []struct {
 		"JitterUntilWithContext", "NewAdaptiveLimiter", "NewAdaptiveRate", "NewThrottler",
 	}, "BackoffUntil and BackoffUntilWithContext wait on their manager's clock"},
 	{[]string{"WithExpiry"}, []string{"NewBackOff", "NewBackOffWithJitter"}, ""},
-	{[]string{"WithRequeueJitter", "WithMaxTrackedItems"}, []string{
+	{[]string{"WithRequeueJitter"}, []string{
+		"NewItemExponentialFailureRateLimiter", "NewItemFastSlowRateLimiter", "DefaultControllerRateLimiter", "RunWorkers",
+	}, "RunWorkers for Result.RequeueAfter"},
+	{[]string{"WithMaxTrackedItems"}, []string{
 		"NewItemExponentialFailureRateLimiter", "NewItemFastSlowRateLimiter", "DefaultControllerRateLimiter",
 	}, ""},
 	{[]string{"WithMaxKeys"}, []string{"NewKeyedLimiter"}, ""},
@@ -247,6 +250,7 @@ var optionTable = []struct {
 	{[]string{"WithMinLimit", "WithMaxLimit", "WithInitialLimit"}, []string{"NewAdaptiveLimiter"}, ""},
 	{[]string{"WithInitialRate"}, []string{"NewAdaptiveRate"}, ""},
 	{[]string{"WithPacer"}, []string{"Retry", "RetryValue", "RunWorkers"}, "and httpretry's Transport, through Retry"},
+	{[]string{"WithItemTimeout"}, []string{"RunWorkers"}, ""},
 }
 
 var updateOptionTable = flag.Bool("update-option-table", false, "rewrite Option's doc comment from optionTable")

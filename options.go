@@ -40,8 +40,12 @@ import (
 //	                        BackoffUntilWithContext wait on their manager's
 //	                        clock)
 //	WithExpiry              NewBackOff, NewBackOffWithJitter
-//	WithRequeueJitter,      NewItemExponentialFailureRateLimiter,
-//	WithMaxTrackedItems     NewItemFastSlowRateLimiter,
+//	WithRequeueJitter       NewItemExponentialFailureRateLimiter,
+//	                        NewItemFastSlowRateLimiter,
+//	                        DefaultControllerRateLimiter, RunWorkers (RunWorkers
+//	                        for Result.RequeueAfter)
+//	WithMaxTrackedItems     NewItemExponentialFailureRateLimiter,
+//	                        NewItemFastSlowRateLimiter,
 //	                        DefaultControllerRateLimiter
 //	WithMaxKeys             NewKeyedLimiter
 //	WithPanicHandler        Forever, Until, UntilWithContext, NonSlidingUntil,
@@ -69,6 +73,7 @@ import (
 //	WithInitialRate         NewAdaptiveRate
 //	WithPacer               Retry, RetryValue, RunWorkers (and httpretry's
 //	                        Transport, through Retry)
+//	WithItemTimeout         RunWorkers
 //
 // [Jitter], [NewMaxOfRateLimiter] and [NewWithMaxWaitRateLimiter] take no
 // options.
@@ -109,6 +114,7 @@ const (
 	optionMinAttemptTime
 	optionAttemptTimeout
 	optionMaxElapsedSinceFailure
+	optionItemTimeout
 )
 
 // config holds every setting an Option can change. Each part of the package
@@ -171,6 +177,8 @@ func (c *config) apply(opts []Option) {
 			c.retry.minAttempt = time.Duration(o.n)
 		case optionAttemptTimeout:
 			c.retry.attemptTimeout = time.Duration(o.n)
+		case optionItemTimeout:
+			c.queue.itemTimeout = time.Duration(o.n)
 		case optionNotify:
 			c.retry.notify, _ = o.v.(func(int, error, time.Duration))
 		case optionRetryable:

@@ -22,6 +22,8 @@ type queueConfig struct {
 	metrics QueueMetrics
 
 	priority priorityConfig // priority.go
+
+	itemTimeout time.Duration // WithItemTimeout's; read by RunWorkers (worker.go)
 }
 
 // ErrQueueShutDown is the error [Queue.GetContext] returns once the queue is

@@ -90,6 +90,11 @@ type limiterConfig struct {
 // 10 ms, 20 ms …, hitting the recovering dependency with synchronized waves
 // (kubernetes#87915, client-go#739). client-go has no jitter here.
 //
+// [RunWorkers] reads it too: a Result.RequeueAfter of d then requeues the
+// item after d plus up to maxFactor·d, so that a fleet of controllers that
+// each requeue every item "after 5 minutes" (a periodic resync) do not wake
+// in lockstep (argo-cd#29767 asks for the same).
+//
 // A maxFactor of 0 means no jitter (the default); 0.1 to 1 are typical.
 // WithRequeueJitter panics if maxFactor is negative, NaN or infinite.
 func WithRequeueJitter(maxFactor float64) Option {

@@ -841,3 +841,49 @@ func TestSynctestRetryAttemptTimeoutAgainstTheDeadline(t *testing.T) {
 		})
 	}
 }
+
+// TestSynctestRunWorkersItemTimeoutKeepsAWorkerWhoseHandlerHangs: Go cannot
+// stop a goroutine, so a handler that ignores its context keeps its worker
+// past WithItemTimeout: with one worker, the next item waits until the
+// stuck handler returns, and is then processed.
+func TestSynctestRunWorkersItemTimeoutKeepsAWorkerWhoseHandlerHangs(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		q := backoff.NewRateLimitingQueue[string](backoff.NewItemExponentialFailureRateLimiter[string](time.Second, time.Minute),
+			backoff.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+		ctx, cancel := context.WithCancel(context.Background())
+		release := make(chan struct{})
+		var timedOut atomic.Bool
+		var order []string
+		var mu sync.Mutex
+		done := make(chan struct{})
+		go func() {
+			backoff.RunWorkers(ctx, q, 1, func(hctx context.Context, item string) (backoff.Result, error) {
+				mu.Lock()
+				order = append(order, item)
+				mu.Unlock()
+				if item == "stuck" {
+					<-release // ignores hctx
+					timedOut.Store(hctx.Err() == context.DeadlineExceeded)
+				}
+				return backoff.Result{}, nil
+			}, backoff.WithItemTimeout(time.Second))
+			close(done)
+		}()
+		q.Add("stuck")
+		synctest.Wait()
+		time.Sleep(time.Minute) // virtual: the item's timeout passed long ago
+		q.Add("next")
+		synctest.Wait()
+		mu.Lock()
+		assert.Equal(t, []string{"stuck"}, order, "the worker is still held by the stuck handler")
+		mu.Unlock()
+		close(release)
+		synctest.Wait()
+		mu.Lock()
+		assert.Equal(t, []string{"stuck", "next"}, order)
+		mu.Unlock()
+		assert.True(t, timedOut.Load(), "the stuck handler's context had ended at its timeout")
+		cancel()
+		<-done
+	})
+}

@@ -347,6 +347,7 @@ func badInputs() []badInput {
 		panicsOn("WithMaxElapsedTimeSinceFirstFailure", "d", "-1s", "d must not be negative, got -1s", func() { backoff.WithMaxElapsedTimeSinceFirstFailure(-time.Second) }),
 		panicsOn("WithMinAttemptTime", "d", "-1s", "d must not be negative, got -1s", func() { backoff.WithMinAttemptTime(-time.Second) }),
 		panicsOn("WithAttemptTimeout", "d", "-1s", "d must not be negative, got -1s", func() { backoff.WithAttemptTimeout(-time.Second) }),
+		panicsOn("WithItemTimeout", "d", "-1s", "d must not be negative, got -1s", func() { backoff.WithItemTimeout(-time.Second) }),
 		panicsOn("WithMaxRetryAfter", "d", "-1s", "d must not be negative, got -1s", func() { backoff.WithMaxRetryAfter(-time.Second) }),
 		nilPanics("WithNotify", "notify", func() { backoff.WithNotify(nil) }),
 		nilPanics("WithRetryable", "retryable", func() { backoff.WithRetryable(nil) }),

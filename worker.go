@@ -31,6 +31,27 @@ type Result struct {
 	Priority int
 }
 
+// WithItemTimeout makes [RunWorkers] call its handler with a context that
+// ends, with context.DeadlineExceeded, d after the item is handed over, or
+// when RunWorkers' ctx ends if that comes first. d is measured on the
+// queue's clock (see [WithClock]), so stepping a FakeClock past it ends the
+// handler's context. A handler that returns an error because of it takes
+// the error path: the item is requeued with AddRateLimited and the failure
+// is logged, and pacers count a timeout. It is controller-runtime's
+// ReconciliationTimeout for this queue's handlers.
+//
+// Go cannot stop a goroutine: a handler that ignores its context keeps
+// running, and keeps its worker, after the timeout, until it returns. The
+// worker is not replaced meanwhile, because the item is not Done until the
+// handler returns: another worker may not take it, and a second worker
+// would run it twice at once. d = 0 means no timeout (the default); a
+// negative d panics. Each handled item then costs the allocations of its
+// context: the context and the clock's timer.
+func WithItemTimeout(d time.Duration) Option {
+	mustNotBeNegative("WithItemTimeout", "d", d)
+	return durationOption(optionItemTimeout, d)
+}
+
 // errHandlerExited is the failure recorded for an item whose handler called
 // runtime.Goexit (t.FailNow in a test, say) instead of returning.
 var errHandlerExited = errors.New("backoff: handler called runtime.Goexit")
@@ -87,8 +108,11 @@ func (p *handlerPanic) Error() string { return fmt.Sprintf("backoff: handler pan
 // and the items wait in the queue, not in goroutines; an error that
 // carries a [RetryAfter] hint or wraps [ErrOverloaded] lowers the limit.
 // An item that a [Throttler] rejects is not handed to handle: it fails
-// with [ErrThrottled] and is requeued with backoff. RunWorkers reads no
-// other option.
+// with [ErrThrottled] and is requeued with backoff.
+//
+// [WithItemTimeout] gives each call of handle a context that ends d after
+// the item is handed over, on q's clock, and [WithRequeueJitter] spreads
+// the Result.RequeueAfter requeues. RunWorkers reads no other option.
 //
 // RunWorkers panics, on the caller's goroutine before it starts a worker,
 // if ctx, q or handle is nil, or if workers < 1.
@@ -102,7 +126,8 @@ func RunWorkers[T comparable](ctx context.Context, q *RateLimitingQueue[T], work
 	}
 	var cfg config
 	cfg.apply(opts)
-	p := &workerPool[T]{ctx: ctx, q: q, handle: handle, pacer: cfg.retry.pacer, allDone: make(chan struct{})}
+	p := &workerPool[T]{ctx: ctx, q: q, handle: handle, pacer: cfg.retry.pacer, allDone: make(chan struct{}),
+		itemTimeout: cfg.queue.itemTimeout, requeueJitter: cfg.limiter.jitter}
 	p.live.Store(int64(workers))
 	for i := 0; i < workers; i++ {
 		go p.run()
@@ -122,12 +147,16 @@ func RunWorkers[T comparable](ctx context.Context, q *RateLimitingQueue[T], work
 
 // workerPool is the state that the workers of one RunWorkers call share.
 type workerPool[T comparable] struct {
-	ctx     context.Context
-	q       *RateLimitingQueue[T]
-	handle  func(ctx context.Context, item T) (Result, error)
-	pacer   Pacer         // WithPacer's, or nil
-	live    atomic.Int64  // workers that have not returned
-	allDone chan struct{} // closed by the last worker to return
+	ctx    context.Context
+	q      *RateLimitingQueue[T]
+	handle func(ctx context.Context, item T) (Result, error)
+	pacer  Pacer // WithPacer's, or nil
+	// itemTimeout bounds each call of handle (0: none); requeueJitter
+	// stretches a RequeueAfter by up to this factor (0: none).
+	itemTimeout   time.Duration
+	requeueJitter float64
+	live          atomic.Int64  // workers that have not returned
+	allDone       chan struct{} // closed by the last worker to return
 }
 
 // run is one worker: it processes items until GetContext fails.
@@ -175,7 +204,16 @@ func (p *workerPool[T]) process(item T, prio int, pc *pacing) {
 	var res Result
 	var err error
 	returned := false
+	hctx := p.ctx // handle's context
+	var timeout *clockTimeoutContext
+	if p.itemTimeout > 0 {
+		timeout = withClockTimeout(p.ctx, p.q.clock, p.itemTimeout)
+		hctx = timeout
+	}
 	defer func() {
+		if timeout != nil {
+			timeout.release()
+		}
 		if !returned {
 			if v := recover(); v != nil {
 				err = &handlerPanic{value: v, stack: debug.Stack()}
@@ -188,7 +226,7 @@ func (p *workerPool[T]) process(item T, prio int, pc *pacing) {
 		}
 		p.settle(item, prio, res, err)
 	}()
-	res, err = p.handle(p.ctx, item)
+	res, err = p.handle(hctx, item)
 	returned = true
 }
 
@@ -213,7 +251,7 @@ func (p *workerPool[T]) settle(item T, prio int, res Result, err error) {
 		}
 	case res.RequeueAfter > 0:
 		q.Forget(item)
-		q.addAfterAt(item, res.RequeueAfter, res.priorityOr(prio))
+		q.addAfterAt(item, Jitter(res.RequeueAfter, p.requeueJitter), res.priorityOr(prio))
 	case res.Requeue:
 		if r := q.addRateLimitedAt(item, res.priorityOr(prio)); r.refused {
 			p.log(slog.LevelWarn, budgetRefusedRequeue, item, nil, r.attrs(q.NumRequeues(item))...)

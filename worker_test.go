@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -129,6 +130,96 @@ func TestRunWorkersAppliesResultRules(t *testing.T) {
 		}
 	}
 	assert.Contains(t, log, "worker_test.go", "the panic's stack")
+}
+
+// TestRunWorkersItemTimeout: with WithItemTimeout, a handler that hangs
+// has its context ended at the timeout, on the queue's clock; the error it
+// returns takes the error path (requeued with backoff, logged).
+func TestRunWorkersItemTimeout(t *testing.T) {
+	fc := newQueueClock()
+	l := newQLimiter[string](func(int) time.Duration { return time.Minute })
+	var logs syncBuffer
+	q := backoff.NewRateLimitingQueue[string](l, backoff.WithClock(fc), backoff.WithName("pods"),
+		backoff.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	q.Add("hang")
+	q.Add("end")
+	ctx, cancel := context.WithCancel(context.Background())
+	var deadline time.Time
+	var ended error
+	handle := func(hctx context.Context, item string) (backoff.Result, error) {
+		switch item {
+		case "hang":
+			deadline, _ = hctx.Deadline()
+			assert.NoError(t, hctx.Err(), "not before the timeout")
+			fc.Step(30 * time.Second) // the handler hangs for 30 s of the queue's clock
+			<-hctx.Done()
+			ended = hctx.Err()
+			return backoff.Result{}, ended
+		case "end":
+			_, has := hctx.Deadline()
+			assert.True(t, has, "every item gets its own timeout")
+			cancel()
+		}
+		return backoff.Result{}, nil
+	}
+	done := make(chan struct{})
+	go func() {
+		backoff.RunWorkers(ctx, q, 1, handle, backoff.WithItemTimeout(30*time.Second))
+		close(done)
+	}()
+	waitFor(t, "RunWorkers to return", done, fc)
+	assert.Equal(t, epoch.Add(30*time.Second), deadline, "the timeout's instant on the queue's clock")
+	assert.Equal(t, context.DeadlineExceeded, ended)
+	assert.Equal(t, 1, q.NumRequeues("hang"), "requeued with backoff")
+	if lines := logLines(logs.String(), "hang"); assert.Len(t, lines, 1) {
+		assert.Contains(t, lines[0], `msg="backoff: item failed; requeued with backoff" queue=pods item=hang error="context deadline exceeded"`)
+	}
+	assert.False(t, fc.HasWaiters(), "no timeout timer is left behind (the queue, shut down, holds none)")
+}
+
+// TestRunWorkersSpreadsRequeueAfterWithJitter: 1,000 items processed at
+// one instant, each asking to be requeued after 5 minutes (a periodic
+// resync), are due at one instant without jitter, and spread over the
+// jitter's window with WithRequeueJitter(0.1): 5 to 5.5 minutes.
+func TestRunWorkersSpreadsRequeueAfterWithJitter(t *testing.T) {
+	readyAts := func(opts ...backoff.Option) []time.Duration {
+		fc := newQueueClock()
+		q := backoff.NewRateLimitingQueue[int](newQLimiter[int](func(int) time.Duration { return time.Minute }), backoff.WithClock(fc))
+		for i := range 1000 {
+			q.Add(i)
+		}
+		q.Add(-1) // last: ends the run once every other item is settled
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			backoff.RunWorkers(ctx, q, 1, func(_ context.Context, item int) (backoff.Result, error) {
+				if item == -1 {
+					cancel()
+					return backoff.Result{}, nil
+				}
+				return backoff.Result{RequeueAfter: 5 * time.Minute}, nil
+			}, opts...)
+			close(done)
+		}()
+		waitFor(t, "RunWorkers to return", done, fc)
+		var ds []time.Duration
+		for _, w := range q.TakeWaiting() {
+			ds = append(ds, w.ReadyAt.Sub(epoch))
+		}
+		require.Len(t, ds, 1000)
+		return ds
+	}
+	plain := readyAts()
+	assert.Equal(t, 5*time.Minute, slices.Min(plain))
+	assert.Equal(t, 5*time.Minute, slices.Max(plain), "no jitter: all due at one instant")
+
+	jittered := readyAts(backoff.WithRequeueJitter(0.1))
+	lo, hi := slices.Min(jittered), slices.Max(jittered)
+	assert.GreaterOrEqual(t, lo, 5*time.Minute)
+	assert.Less(t, hi, 5*time.Minute+30*time.Second)
+	assert.Greater(t, hi-lo, 27*time.Second, "spread over 90%% of the 30 s window at least")
+	slices.Sort(jittered)
+	assert.Greater(t, len(slices.Compact(jittered)), 990, "distinct instants")
 }
 
 // TestRunWorkersKeepsPoolSize: after panics and Goexits, as many items as
