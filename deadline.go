@@ -3,7 +3,21 @@ package backoff
 import (
 	"context"
 	"time"
+
+	"github.com/retrykit/backoff/internal/optionhook"
 )
+
+func init() {
+	optionhook.AttemptTimeout = func(opts any) (time.Duration, func(context.Context) (context.Context, func())) {
+		var cfg config
+		cfg.apply(opts.([]Option))
+		d, clk := cfg.retry.attemptTimeout, cfg.clock
+		return d, func(parent context.Context) (context.Context, func()) {
+			c := withClockTimeout(parent, clk, d)
+			return c, c.release
+		}
+	}
+}
 
 // ErrDeadlineWouldPass is the [RetryError.Reason] when [Retry] gave up before
 // ctx's deadline rather than wait into it: the next attempt would start at or

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"reflect"
+	"slices"
+	"time"
 
 	"github.com/retrykit/backoff"
 	"github.com/retrykit/backoff/internal/optionhook"
@@ -48,6 +51,13 @@ type Transport struct {
 	schedule backoff.Schedule
 	opts     []backoff.Option
 	ready    bool // set by NewTransport; the zero Transport does not retry
+	// attemptTimeout is backoff.WithAttemptTimeout's, applied here rather
+	// than by Retry (whose opts then carry WithAttemptTimeout(0)): an
+	// attempt's context must outlive the attempt when its response is the
+	// one returned, until the caller closes the body. attemptContext
+	// derives it, on the options' clock.
+	attemptTimeout time.Duration
+	attemptContext func(context.Context) (context.Context, func())
 }
 
 // NewTransport returns a Transport that sends requests through base, and
@@ -65,6 +75,14 @@ type Transport struct {
 // them (backoff.WithNotify's, backoff.WithRetryable's) run on the goroutine
 // of the request they concern, so with concurrent requests they may run
 // concurrently.
+//
+// With backoff.WithAttemptTimeout(d), each attempt is sent under a context
+// that ends d after it starts, on the options' clock: a server that stalls
+// before the response's header is given up on and the request retried. The
+// response returned keeps its attempt's context until its body is closed,
+// so reading a stalled body fails at the same timeout; close the body to
+// release the attempt's timer earlier. Each attempt then allocates its
+// context and timer.
 //
 // NewTransport panics on a Schedule that backoff.Retry refuses (an infinite
 // s.Factor without s.Cap, an s.Jitter above backoff.MaxRetryJitter), so that
@@ -96,7 +114,11 @@ func newTransport(where string, base http.RoundTripper, s backoff.Schedule, opts
 			badArgument(where, fmt.Sprintf("base must be nil or a usable RoundTripper, got a nil %T", base))
 		}
 	}
-	return &Transport{base: base, schedule: s, opts: opts, ready: true}
+	t := &Transport{base: base, schedule: s, opts: opts, ready: true}
+	if t.attemptTimeout, t.attemptContext = optionhook.AttemptTimeout(opts); t.attemptTimeout > 0 {
+		t.opts = append(slices.Clip(opts), backoff.WithAttemptTimeout(0))
+	}
+	return t
 }
 
 // badArgument panics with the package's message for an argument outside its
@@ -112,8 +134,10 @@ func badArgument(where, problem string) {
 //
 // It returns the first answer that is not retried, as the wrapped
 // RoundTripper returned it: a response (of any status) with a nil error, or
-// an error. When the attempts or the time budget run out, it returns the
-// last response, with a nil error, if the last attempt got one, and
+// an error. When the attempts or the time budget run out, or the next
+// attempt could not start before req's deadline (backoff.Retry's
+// backoff.ErrDeadlineWouldPass: it does not sleep into the deadline), it
+// returns the last response, with a nil error, if the last attempt got one, and
 // otherwise a *backoff.RetryError that says why it stopped and wraps the
 // last attempt's error. As any RoundTripper, it closes req's body, even on
 // errors, and does not modify req.
@@ -201,27 +225,42 @@ func (a *attempts) try(ctx context.Context) error {
 		a.last = nil
 	}
 	req := a.req
+	actx, releaseAttempt := ctx, func() {}
+	if a.t.attemptTimeout > 0 {
+		actx, releaseAttempt = a.t.attemptContext(ctx)
+	}
 	if a.sent > 0 && hasBody(req) {
 		body, err := req.GetBody()
 		if err != nil {
+			releaseAttempt()
 			a.cause = err
 			return backoff.Permanent(err)
 		}
-		req = req.WithContext(ctx) // a shallow copy: RoundTrip must not modify a.req
+		req = req.WithContext(actx) // a shallow copy: RoundTrip must not modify a.req
 		req.Body = body
+	} else if actx != ctx {
+		req = req.WithContext(actx)
 	}
 	a.sent++
 	resp, err := a.t.roundTripper().RoundTrip(req)
 	a.lastErr, a.retryable = err, nil
 	if err != nil {
+		releaseAttempt()
 		// An error caused by ctx's end is retryable here, so that
-		// backoff.Retry reports the context as the reason it stopped.
-		if ctx.Err() == nil && !retryableError(err) {
+		// backoff.Retry reports the context as the reason it stopped; so
+		// is one caused by the attempt's own timeout (a stalled server).
+		if ctx.Err() == nil && actx.Err() == nil && !retryableError(err) {
 			a.cause = err
 			return backoff.Permanent(err)
 		}
 		a.retryable = err
 		return err
+	}
+	if actx != ctx {
+		// The attempt's context bounds the body's reading too, and ends
+		// when the body is closed (by the caller, for the response
+		// returned).
+		resp.Body = &attemptBody{ReadCloser: resp.Body, release: releaseAttempt}
 	}
 	a.last = resp
 	if !a.t.retryableStatus(resp.StatusCode) {
@@ -258,11 +297,26 @@ func (a *attempts) result(err error) (*http.Response, error) {
 }
 
 // endedByContext reports whether backoff.Retry stopped because its context
-// ended.
+// ended; not when it stopped before a wait that the context's deadline
+// would have cut (backoff.ErrDeadlineWouldPass): the last response is then
+// the answer, as when attempts run out.
 func endedByContext(err error) bool {
 	var re *backoff.RetryError
-	return errors.As(err, &re) &&
+	return errors.As(err, &re) && re.Reason != backoff.ErrDeadlineWouldPass &&
 		(errors.Is(re.Reason, context.Canceled) || errors.Is(re.Reason, context.DeadlineExceeded))
+}
+
+// attemptBody is the body of a response received under an attempt timeout:
+// closing it releases the attempt's context and timer.
+type attemptBody struct {
+	io.ReadCloser
+	release func()
+}
+
+func (b *attemptBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.release()
+	return err
 }
 
 func hasBody(req *http.Request) bool {

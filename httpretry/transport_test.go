@@ -727,3 +727,110 @@ func panicValue(f func()) (v any) {
 	f()
 	return nil
 }
+
+// TestRoundTripReturnsTheLastResponseBeforeADeadline: 2 s left on the
+// request's deadline and a 503 whose Retry-After asks for 10 s. RoundTrip
+// returns that 503 at once, as it does when attempts run out, rather than
+// sleep into the deadline and return the context's error.
+func TestRoundTripReturnsTheLastResponseBeforeADeadline(t *testing.T) {
+	var s script
+	h := newHarness(t, s.handler(step{status: http.StatusServiceUnavailable, header: []string{"Retry-After", "10"}, body: "busy"}))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	resp, body, err := h.do(t, ctx, http.MethodGet, nil)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Equal(t, "busy", body)
+	calls, _ := s.requests()
+	assert.Equal(t, 1, calls)
+	assert.Empty(t, h.recordedWaits(), "no wait was started")
+	assert.NoError(t, ctx.Err(), "it returned before the deadline")
+}
+
+// stallingServer answers the first request by calling stall(w) and then
+// blocking until the request ends, and every later one with 200 "ok". It
+// reports each request's arrival on arrived.
+func stallingServer(t *testing.T, stall func(w http.ResponseWriter)) (handler http.HandlerFunc, arrived chan int) {
+	var mu sync.Mutex
+	calls := 0
+	arrived = make(chan int, 10)
+	return func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls++
+		n := calls
+		mu.Unlock()
+		arrived <- n
+		if n == 1 {
+			stall(w)
+			<-r.Context().Done()
+			return
+		}
+		io.WriteString(w, "ok")
+	}, arrived
+}
+
+// TestAttemptTimeoutBoundsAStalledHeader: a server that never sends the
+// response's header is given up on at WithAttemptTimeout, on the
+// Transport's clock, and the request is retried.
+func TestAttemptTimeoutBoundsAStalledHeader(t *testing.T) {
+	handler, arrived := stallingServer(t, func(http.ResponseWriter) {})
+	h := newHarness(t, handler, backoff.WithAttemptTimeout(5*time.Second))
+	type result struct {
+		resp *http.Response
+		body string
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, body, err := h.do(t, context.Background(), http.MethodGet, nil)
+		done <- result{resp, body, err}
+	}()
+	assert.Equal(t, 1, <-arrived)
+	h.clock.Step(5 * time.Second) // the attempt's timeout
+	r := <-done
+	require.NoError(t, r.err)
+	assert.Equal(t, http.StatusOK, r.resp.StatusCode)
+	assert.Equal(t, "ok", r.body)
+	assert.Equal(t, 2, <-arrived, "retried after the stalled attempt")
+	assert.Equal(t, []time.Duration{schedule.Duration}, h.recordedWaits(), "then the schedule's first wait")
+}
+
+// TestAttemptTimeoutBoundsAStalledBody: the response returned keeps its
+// attempt's timeout while its body is read: a body that stalls fails at
+// the timeout instead of blocking forever.
+func TestAttemptTimeoutBoundsAStalledBody(t *testing.T) {
+	handler, arrived := stallingServer(t, func(w http.ResponseWriter) {
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, "partial")
+		w.(http.Flusher).Flush()
+	})
+	h := newHarness(t, handler, backoff.WithAttemptTimeout(5*time.Second))
+	req, err := http.NewRequest(http.MethodGet, h.srv.URL, nil)
+	require.NoError(t, err)
+	resp, err := h.rt.RoundTrip(req)
+	require.NoError(t, err)
+	assert.Equal(t, 1, <-arrived)
+	read := make(chan error, 1)
+	go func() {
+		_, err := io.ReadAll(resp.Body)
+		read <- err
+	}()
+	h.clock.Step(5 * time.Second)
+	err = <-read
+	assert.ErrorIs(t, err, context.DeadlineExceeded, "the stalled read ends at the attempt's timeout")
+	require.NoError(t, resp.Body.Close())
+	assert.False(t, h.clock.HasWaiters(), "closing the body released the attempt's timer")
+}
+
+// TestAttemptTimeoutKeepsTheReturnedBodyReadable: the response returned is
+// read whole after RoundTrip returns; its attempt's context ends only when
+// the body is closed (or at the timeout).
+func TestAttemptTimeoutKeepsTheReturnedBodyReadable(t *testing.T) {
+	var s script
+	h := newHarness(t, s.handler(ok), backoff.WithAttemptTimeout(time.Minute))
+	resp, body, err := h.do(t, context.Background(), http.MethodGet, nil)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "ok", body)
+	assert.False(t, h.clock.HasWaiters(), "the timer is released with the body")
+}

@@ -6,7 +6,10 @@
 // initialised.
 package optionhook
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Notify calls the notify hook that opts, a []backoff.Option, carries (the
 // last backoff.WithNotify among them), if any, with attempt, err and next.
@@ -16,3 +19,10 @@ var Notify func(opts any, attempt int, err error, next time.Duration)
 // with the value at fault ("s.Jitter must be at most 10, got 100"), or
 // returns "" when Retry accepts it.
 var ScheduleProblem func(s any) string
+
+// AttemptTimeout returns the attempt timeout that opts, a []backoff.Option,
+// carry (backoff.WithAttemptTimeout's; 0 for none), and a function that
+// derives an attempt's context from parent: one that also ends, with
+// context.DeadlineExceeded, when the timeout has passed on the options'
+// clock, with the function that releases it.
+var AttemptTimeout func(opts any) (time.Duration, func(parent context.Context) (context.Context, func()))
