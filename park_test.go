@@ -209,6 +209,24 @@ func TestWakeReleasesInParkOrder(t *testing.T) {
 	assert.Equal(t, want, getReady[int](t, q))
 }
 
+// TestTakeWaitingGivesAParkedItemItsPriority: a parked item taken by
+// TakeWaiting carries the priority of the run it holds, whether that run
+// was queued before the park or asked for while it was parked.
+func TestTakeWaitingGivesAParkedItemItsPriority(t *testing.T) {
+	fc := newQueueClock()
+	q := backoff.NewRateLimitingQueue[string](backoff.NewItemExponentialFailureRateLimiter[string](time.Millisecond, time.Second, backoff.WithClock(fc)), backoff.WithClock(fc))
+	var f flag
+	q.AddWithOptions(backoff.AddOptions{Priority: 3}, "queued")
+	q.Park("queued", f.ready, time.Minute)
+	q.Park("asked", f.ready, 2*time.Minute)
+	q.AddWithOptions(backoff.AddOptions{Priority: 7}, "asked") // joins the held run
+	q.ShutDown()
+	assert.Equal(t, []backoff.WaitingItem[string]{
+		{Item: "queued", ReadyAt: epoch.Add(time.Minute), Priority: 3, Parked: true},
+		{Item: "asked", ReadyAt: epoch.Add(2 * time.Minute), Priority: 7, Parked: true},
+	}, q.TakeWaiting())
+}
+
 func TestParkAtShutDownIsWaiting(t *testing.T) {
 	fc := newQueueClock()
 	q := backoff.NewDelayingQueue[string](backoff.WithClock(fc))

@@ -171,6 +171,60 @@ func TestFallbackKeyLimitsAndKeyBound(t *testing.T) {
 	assert.Equal(t, 2, admitted("c", 10)+admitted("d", 10)+admitted("e", 10))
 }
 
+// TestFallbackProbesRedisOncePerInterval: while Redis is unavailable, the
+// first decision once a probe interval has passed since the last failure
+// tries Redis again (here it fails again), and the decisions before it do
+// not.
+func TestFallbackProbesRedisOncePerInterval(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	l := backoffredis.NewLimiter(deadClient(t), "api", 1000, 1000, backoffredis.WithTimeout(testTimeout),
+		backoffredis.WithProbeInterval(time.Second), backoffredis.WithClock(clk), backoffredis.WithLogger(nil))
+	ctx := context.Background()
+	require.True(t, l.Allow(ctx)) // fails over to the fallback
+	require.Equal(t, uint64(1), l.Stats().Errors)
+	clk.Step(time.Second - time.Nanosecond)
+	l.Allow(ctx)
+	l.Allow(ctx)
+	assert.Equal(t, uint64(1), l.Stats().Errors, "no probe within the interval")
+	clk.Step(time.Nanosecond)
+	l.Allow(ctx)
+	assert.Equal(t, uint64(2), l.Stats().Errors, "the probe interval has passed: one decision tries Redis")
+	l.Allow(ctx)
+	assert.Equal(t, uint64(2), l.Stats().Errors, "the failed probe starts a new interval")
+	assert.Equal(t, uint64(1), l.Stats().Outages, "one outage, however many failed probes")
+}
+
+// TestFallbackShareOfASmallBurstIsAtLeastOne: with more replicas than the
+// burst, each process's share of the burst is rounded up to one event, not
+// down to a fallback that refuses everything.
+func TestFallbackShareOfASmallBurstIsAtLeastOne(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	ctx := context.Background()
+	l := backoffredis.NewLimiter(deadClient(t), "api", 10, 2, fallbackOptions(clk, backoffredis.WithExpectedReplicas(4))...)
+	assert.True(t, l.Allow(ctx), "a share of one event")
+	assert.False(t, l.Allow(ctx), "and no more")
+	k := backoffredis.NewKeyedLimiter(deadClient(t), "api", 10, 2, fallbackOptions(clk, backoffredis.WithExpectedReplicas(4))...)
+	assert.True(t, k.Allow(ctx, "a"), "a share of one event per key")
+	assert.False(t, k.Allow(ctx, "a"))
+}
+
+// TestFallbackRefusedAllowNTakesNothingOfAKey: a keyed fallback refusing
+// AllowN(key, n) with n events gives back every event it had reserved, the
+// first one included.
+func TestFallbackRefusedAllowNTakesNothingOfAKey(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	l := backoffredis.NewKeyedLimiter(deadClient(t), "api", 10, 4, fallbackOptions(clk)...)
+	ctx := context.Background()
+	for range 3 {
+		require.True(t, l.Allow(ctx, "k"))
+	}
+	r, err := l.AllowN(ctx, "k", 2) // one event left: refused
+	require.NoError(t, err)
+	assert.False(t, r.Allowed)
+	assert.True(t, l.Allow(ctx, "k"), "the refused AllowN took nothing: one event left")
+	assert.False(t, l.Allow(ctx, "k"))
+}
+
 func TestTokensNeedsRedis(t *testing.T) {
 	l := backoffredis.NewLimiter(deadClient(t), "api", 10, 5, backoffredis.WithTimeout(testTimeout), backoffredis.WithLogger(nil))
 	_, err := l.Tokens(context.Background())
