@@ -20,17 +20,14 @@ import (
 )
 
 // testTimeout is the deadline of every Redis call in these tests, and
-// schedulingSlack what a call may take beyond it on a lightly loaded two-core
-// CI machine under the race detector (waking the goroutine, closing the
-// connection). loadSlack is what the checks that a call honours its deadline
-// allow beyond it: far above the scheduling delays of a two-core machine at a
-// load of 5 under the race detector, and far below go-redis's own 3 s read
-// timeout, which a call that ignored its deadline would wait out on a frozen
-// server.
+// loadSlack what the checks that a call honours its deadline allow beyond it
+// (waking the goroutine, closing the connection, deciding locally): far above
+// the scheduling delays of a two-core machine at a load of 5 under the race
+// detector, and far below go-redis's own 3 s read timeout, which a call that
+// ignored its deadline would wait out on a frozen server.
 const (
-	testTimeout     = 50 * time.Millisecond
-	schedulingSlack = 100 * time.Millisecond
-	loadSlack       = time.Second
+	testTimeout = 50 * time.Millisecond
+	loadSlack   = time.Second
 )
 
 // deadClient returns a client of a loopback port where nothing listens.
