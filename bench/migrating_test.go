@@ -10,6 +10,7 @@ import (
 	"go/token"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -22,6 +23,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
+	"github.com/hashicorp/go-retryablehttp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -33,7 +35,10 @@ import (
 // readme_test.go: the twin's body holds every non-blank line of the block,
 // in order; a twin line ending in "// README: " stands for the document's
 // line that follows), and the behaviours the guide attributes to those
-// libraries are checked against them, at the versions go.mod pins.
+// libraries are checked against them, at the versions go.mod pins. A
+// library whose package name another one here has (cenkalti/backoff v4,
+// avast/retry-go, sethvargo/go-retry) has its twin and checks in a file of
+// its own, migrating_<library>_test.go, which imports it under that name.
 
 // migratingDoc is the guide, seen from this module.
 const migratingDoc = "../docs/migrating.md"
@@ -463,4 +468,187 @@ func TestClientGoAsTheGuideSays(t *testing.T) {
 	if retry.DefaultBackoff != want {
 		t.Errorf("DefaultBackoff = %+v, want %+v", retry.DefaultBackoff, want)
 	}
+}
+
+// beforeRetryablehttp is the twin of the guide's go-retryablehttp GET, with
+// waits shortened a hundredfold: they are real time.
+func beforeRetryablehttp(url string) (*http.Response, error) {
+	client := retryablehttp.NewClient()
+	client.RetryMax = 3
+	client.RetryWaitMin = time.Millisecond      // README: client.RetryWaitMin = 100 * time.Millisecond
+	client.RetryWaitMax = 20 * time.Millisecond // README: client.RetryWaitMax = 2 * time.Second
+	client.Logger = nil
+	resp, err := client.StandardClient().Get(url)
+	return resp, err
+}
+
+// TestBeforeRetryablehttp runs the guide's go-retryablehttp GET: 500 and
+// 503 are retried, 404 and 501 returned at once, and when the 4 attempts
+// (RetryMax 3) run out on a status, an error comes back and no response.
+func TestBeforeRetryablehttp(t *testing.T) {
+	tests := []struct {
+		name     string
+		replies  []int
+		requests int
+		status   int    // 0 for no response
+		err      string // "" for none; URL stands for the server's
+	}{
+		{"a 500 and a 503, then 200", []int{500, 503}, 3, 200, ""},
+		{"429 retried", []int{429}, 2, 200, ""},
+		{"404 returned at once", []int{404}, 1, 404, ""},
+		{"501 returned at once", []int{501}, 1, 501, ""},
+		{"503 until the attempts run out", []int{503, 503, 503, 503, 503}, 4, 0,
+			`Get "URL": GET URL giving up after 4 attempt(s)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, requests := scriptedServer(t, tt.replies...)
+			resp, err := beforeRetryablehttp(srv.URL)
+			status := 0
+			if resp != nil {
+				status = resp.StatusCode
+				resp.Body.Close()
+			}
+			want := strings.ReplaceAll(tt.err, "URL", srv.URL)
+			if (err == nil) != (want == "") || (err != nil && err.Error() != want) {
+				t.Errorf("err = %v, want %q", err, want)
+			}
+			if status != tt.status || requests() != tt.requests {
+				t.Errorf("status %d after %d requests, want %d after %d", status, requests(), tt.status, tt.requests)
+			}
+		})
+	}
+}
+
+// fastRetryablehttp is go-retryablehttp's default client, silent, with waits
+// of a millisecond or two.
+func fastRetryablehttp() *retryablehttp.Client {
+	c := retryablehttp.NewClient()
+	c.Logger = nil
+	c.RetryWaitMin, c.RetryWaitMax = time.Millisecond, 2*time.Millisecond
+	return c
+}
+
+// TestRetryablehttpAsTheGuideSays checks, row by row, what the guide's
+// table says go-retryablehttp does.
+func TestRetryablehttpAsTheGuideSays(t *testing.T) {
+	ctx := context.Background()
+	t.Run("defaults: 5 attempts, waits 1, 2, 4, 8 s doubling up to 30 s, no jitter", func(t *testing.T) {
+		c := retryablehttp.NewClient()
+		if c.RetryMax != 4 || c.RetryWaitMin != time.Second || c.RetryWaitMax != 30*time.Second {
+			t.Fatalf("RetryMax %d, RetryWaitMin %v, RetryWaitMax %v", c.RetryMax, c.RetryWaitMin, c.RetryWaitMax)
+		}
+		var waits []time.Duration
+		for i := range 6 {
+			waits = append(waits, c.Backoff(c.RetryWaitMin, c.RetryWaitMax, i, nil))
+		}
+		if got := fmt.Sprint(waits); got != "[1s 2s 4s 8s 16s 30s]" {
+			t.Errorf("waits %s, want [1s 2s 4s 8s 16s 30s]", got)
+		}
+	})
+	t.Run("statuses retried: 429, every 5xx but 501, and 0", func(t *testing.T) {
+		for status, want := range map[int]bool{0: true, 200: false, 404: false, 429: true, 500: true, 501: false, 502: true, 503: true, 504: true, 599: true} {
+			if got, _ := retryablehttp.DefaultRetryPolicy(ctx, &http.Response{StatusCode: status}, nil); got != want {
+				t.Errorf("status %d retried: %v, want %v", status, got, want)
+			}
+		}
+	})
+	t.Run("a POST is retried, its body read whole and replayed", func(t *testing.T) {
+		var mu sync.Mutex
+		var bodies []string
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			data, _ := io.ReadAll(r.Body)
+			mu.Lock()
+			bodies = append(bodies, r.Method+" "+string(data))
+			n := len(bodies)
+			mu.Unlock()
+			if n == 1 {
+				w.WriteHeader(http.StatusServiceUnavailable)
+			}
+		}))
+		defer srv.Close()
+		// io.MultiReader hides the strings.Reader: the body cannot be rewound.
+		resp, err := fastRetryablehttp().StandardClient().Post(srv.URL, "text/plain", io.MultiReader(strings.NewReader("payload")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		if fmt.Sprint(bodies) != "[POST payload POST payload]" || resp.StatusCode != 200 {
+			t.Errorf("status %d after %q, want 200 after the POST twice", resp.StatusCode, bodies)
+		}
+	})
+	t.Run("the attempts run out on a status: an error, no response", func(t *testing.T) {
+		srv, requests := scriptedServer(t, 503, 503, 503, 503, 503, 503)
+		resp, err := fastRetryablehttp().Get(srv.URL)
+		if resp != nil || err == nil || !strings.Contains(err.Error(), "giving up after 5 attempt(s)") || requests() != 5 {
+			t.Errorf("resp %v, err %v after %d requests; want no response and giving up after 5", resp, err, requests())
+		}
+	})
+	t.Run("the attempts run out on a connection error: an error wrapping it", func(t *testing.T) {
+		srv := httptest.NewServer(http.NotFoundHandler())
+		srv.Close()
+		_, err := fastRetryablehttp().Get(srv.URL)
+		var op *net.OpError
+		if !errors.As(err, &op) || !strings.Contains(err.Error(), "giving up after 5 attempt(s)") {
+			t.Errorf("err = %v, want one wrapping the *net.OpError after 5 attempts", err)
+		}
+	})
+	t.Run("Retry-After: on 429 and 503, without bound", func(t *testing.T) {
+		for status, want := range map[int]time.Duration{429: time.Hour, 503: time.Hour, 500: time.Second} {
+			resp := &http.Response{StatusCode: status, Header: http.Header{"Retry-After": {"3600"}}}
+			if got := retryablehttp.DefaultBackoff(time.Second, 30*time.Second, 0, resp); got != want {
+				t.Errorf("status %d with Retry-After: 3600: wait %v, want %v", status, got, want)
+			}
+		}
+	})
+	t.Run("cancelled during a wait: ctx.Err(), no response", func(t *testing.T) {
+		srv, _ := scriptedServer(t, 503)
+		cctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		c := retryablehttp.NewClient()
+		c.Logger = nil
+		c.RetryWaitMin, c.RetryWaitMax = 10*time.Minute, 10*time.Minute
+		c.CheckRetry = func(ctx context.Context, resp *http.Response, err error) (bool, error) {
+			ok, err := retryablehttp.DefaultRetryPolicy(ctx, resp, err)
+			cancel()
+			return ok, err
+		}
+		req, err := retryablehttp.NewRequestWithContext(cctx, http.MethodGet, srv.URL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.Do(req)
+		if resp != nil || err != context.Canceled {
+			t.Errorf("resp %v, err %v; want no response and context.Canceled", resp, err)
+		}
+	})
+	t.Run("logging: a [DEBUG] line per request and per retry, by default", func(t *testing.T) {
+		if retryablehttp.NewClient().Logger == nil {
+			t.Fatal("NewClient's Logger is nil")
+		}
+		srv, _ := scriptedServer(t, 503)
+		var logged strings.Builder
+		c := fastRetryablehttp()
+		c.Logger = log.New(&logged, "", 0)
+		resp, err := c.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if n := strings.Count(logged.String(), "[DEBUG] GET "); n != 2 {
+			t.Errorf("%d [DEBUG] lines, want 2:\n%s", n, logged.String())
+		}
+	})
+	t.Run("PassthroughErrorHandler: the last response and a nil error", func(t *testing.T) {
+		srv, _ := scriptedServer(t, 503, 503, 503, 503, 503, 503)
+		c := fastRetryablehttp()
+		c.ErrorHandler = retryablehttp.PassthroughErrorHandler
+		resp, err := c.Get(srv.URL)
+		if err != nil || resp == nil || resp.StatusCode != 503 {
+			t.Fatalf("resp %v, err %v; want the 503 and no error", resp, err)
+		}
+		resp.Body.Close()
+	})
 }
