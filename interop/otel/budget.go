@@ -63,8 +63,11 @@ type budgetObservation struct {
 // each budget once, under a name no other budget uses. ObserveRetryBudget
 // panics if name is empty or b is nil.
 func (m *Metrics) ObserveRetryBudget(name string, b *backoff.RetryBudget) (stop func()) {
-	if name == "" || b == nil {
-		panic("otel: ObserveRetryBudget: name must not be empty and b must not be nil")
+	if name == "" {
+		panic("otel: ObserveRetryBudget: name must not be empty")
+	}
+	if b == nil {
+		panic("otel: ObserveRetryBudget: b must not be nil")
 	}
 	o := &budgetObservation{name: name, budget: b}
 	return observe(m, m.budgetGauges, o)

@@ -27,8 +27,11 @@ type pacerObservation struct {
 // [Metrics.ObserveLimiter]. ObservePacer panics if name is empty or p is
 // nil.
 func (m *Metrics) ObservePacer(name string, p backoff.Pacer) (stop func()) {
-	if name == "" || p == nil {
-		panic("otel: ObservePacer: name must not be empty and p must not be nil")
+	if name == "" {
+		panic("otel: ObservePacer: name must not be empty")
+	}
+	if p == nil {
+		panic("otel: ObservePacer: p must not be nil")
 	}
 	return observe(m, m.pacers, &pacerObservation{name: name, pacer: p})
 }
@@ -47,8 +50,11 @@ type keyedObservation struct {
 // limiter once, under a name no other limiter uses. ObserveLimiter panics
 // if name is empty or l is nil.
 func (m *Metrics) ObserveLimiter(name string, l *backoff.Limiter) (stop func()) {
-	if name == "" || l == nil {
-		panic("otel: ObserveLimiter: name must not be empty and l must not be nil")
+	if name == "" {
+		panic("otel: ObserveLimiter: name must not be empty")
+	}
+	if l == nil {
+		panic("otel: ObserveLimiter: l must not be nil")
 	}
 	return observe(m, m.limiters, &limiterObservation{name: name, limiter: l})
 }
@@ -58,8 +64,11 @@ func (m *Metrics) ObserveLimiter(name string, l *backoff.Limiter) (stop func()) 
 // under name, until the returned function is called. ObserveKeyedLimiter
 // panics if name is empty or k is nil.
 func (m *Metrics) ObserveKeyedLimiter(name string, k interface{ Len() int }) (stop func()) {
-	if name == "" || k == nil {
-		panic("otel: ObserveKeyedLimiter: name must not be empty and k must not be nil")
+	if name == "" {
+		panic("otel: ObserveKeyedLimiter: name must not be empty")
+	}
+	if k == nil {
+		panic("otel: ObserveKeyedLimiter: k must not be nil")
 	}
 	return observe(m, m.keyedLimiters, &keyedObservation{name: name, limiter: k})
 }
@@ -98,6 +107,12 @@ type Limiter struct {
 // observes it as [Metrics.ObserveLimiter] does, until stop is called.
 // WrapLimiter panics if name is empty or l is nil.
 func (m *Metrics) WrapLimiter(name string, l *backoff.Limiter) (wrapped *Limiter, stop func()) {
+	if name == "" {
+		panic("otel: WrapLimiter: name must not be empty")
+	}
+	if l == nil {
+		panic("otel: WrapLimiter: l must not be nil")
+	}
 	stopGauges := m.ObserveLimiter(name, l)
 	a := &admissions{name: name}
 	stopCounts := observe(m, m.admissions, a)
@@ -139,6 +154,9 @@ type KeyedLimiter[K comparable] struct {
 // observes it as [Metrics.ObserveKeyedLimiter] does, until stop is called.
 // WrapKeyedLimiter panics if name is empty or k is nil.
 func WrapKeyedLimiter[K comparable](m *Metrics, name string, k *backoff.KeyedLimiter[K]) (wrapped *KeyedLimiter[K], stop func()) {
+	if name == "" {
+		panic("otel: WrapKeyedLimiter: name must not be empty")
+	}
 	if k == nil {
 		panic("otel: WrapKeyedLimiter: k must not be nil")
 	}

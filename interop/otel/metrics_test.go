@@ -353,3 +353,43 @@ func TestPacerGaugesReadThePacersAtCollection(t *testing.T) {
 		t.Error("the throttler is still reported after stop")
 	}
 }
+
+// TestBadArgumentsPanicNamingOneParameter checks that each constructor and
+// Observe method refuses a bad argument with a message naming the function
+// and that one parameter, whichever of two is bad.
+func TestBadArgumentsPanicNamingOneParameter(t *testing.T) {
+	m, _ := newMetrics(t)
+	b := backoff.NewRetryBudget(0.1, 1, 10*time.Second)
+	l := backoff.NewLimiter(1, 1)
+	k := backoff.NewKeyedLimiter[string](1, 1)
+	tests := []struct {
+		want string
+		call func()
+	}{
+		{"otel: ForQueue: name must not be empty", func() { m.ForQueue("") }},
+		{"otel: ForRetryBudget: name must not be empty", func() { m.ForRetryBudget("") }},
+		{"otel: NewRetrier: name must not be empty", func() { otel.NewRetrier("") }},
+		{"otel: ObserveRetryBudget: name must not be empty", func() { m.ObserveRetryBudget("", b) }},
+		{"otel: ObserveRetryBudget: b must not be nil", func() { m.ObserveRetryBudget("x", nil) }},
+		{"otel: ObservePacer: name must not be empty", func() { m.ObservePacer("", l) }},
+		{"otel: ObservePacer: p must not be nil", func() { m.ObservePacer("x", nil) }},
+		{"otel: ObserveLimiter: name must not be empty", func() { m.ObserveLimiter("", l) }},
+		{"otel: ObserveLimiter: l must not be nil", func() { m.ObserveLimiter("x", nil) }},
+		{"otel: ObserveKeyedLimiter: name must not be empty", func() { m.ObserveKeyedLimiter("", k) }},
+		{"otel: ObserveKeyedLimiter: k must not be nil", func() { m.ObserveKeyedLimiter("x", nil) }},
+		{"otel: WrapLimiter: name must not be empty", func() { m.WrapLimiter("", l) }},
+		{"otel: WrapLimiter: l must not be nil", func() { m.WrapLimiter("x", nil) }},
+		{"otel: WrapKeyedLimiter: name must not be empty", func() { otel.WrapKeyedLimiter(m, "", k) }},
+		{"otel: WrapKeyedLimiter: k must not be nil", func() { otel.WrapKeyedLimiter[string](m, "x", nil) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			defer func() {
+				if got := recover(); got != tt.want {
+					t.Errorf("panic %v, want %q", got, tt.want)
+				}
+			}()
+			tt.call()
+		})
+	}
+}

@@ -45,8 +45,11 @@ func NewRetryBudgets() *RetryBudgets {
 // Add exports b under name, replacing the budget added under that name
 // before, if any. It panics if name is empty or b is nil.
 func (r *RetryBudgets) Add(name string, b *backoff.RetryBudget) {
-	if name == "" || b == nil {
-		panic("prommetrics: RetryBudgets.Add: name must not be empty and budget must not be nil")
+	if name == "" {
+		panic("prommetrics: RetryBudgets.Add: name must not be empty")
+	}
+	if b == nil {
+		panic("prommetrics: RetryBudgets.Add: b must not be nil")
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

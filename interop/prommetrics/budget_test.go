@@ -40,6 +40,6 @@ func TestRetryBudgetsExportSnapshots(t *testing.T) {
 	budgets.Remove("db")
 	_, ok := scrape(t, reg, "retry_budget_balance", "db")
 	assert.False(t, ok)
-	assert.Panics(t, func() { budgets.Add("", b) })
-	assert.Panics(t, func() { budgets.Add("x", nil) })
+	assert.PanicsWithValue(t, "prommetrics: RetryBudgets.Add: name must not be empty", func() { budgets.Add("", b) })
+	assert.PanicsWithValue(t, "prommetrics: RetryBudgets.Add: b must not be nil", func() { budgets.Add("x", nil) })
 }

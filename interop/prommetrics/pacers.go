@@ -53,8 +53,11 @@ func NewPacers() *Pacers {
 // before, if any. A *backoff.Limiter is accepted and exports nothing. It
 // panics if name is empty or p is nil.
 func (c *Pacers) Add(name string, p backoff.Pacer) {
-	if name == "" || p == nil {
-		panic("prommetrics: Pacers.Add: name must not be empty and pacer must not be nil")
+	if name == "" {
+		panic("prommetrics: Pacers.Add: name must not be empty")
+	}
+	if p == nil {
+		panic("prommetrics: Pacers.Add: p must not be nil")
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -69,5 +69,6 @@ adaptive_rate_requests_per_second{name="api"} 5
 	n, err := testutil.GatherAndCount(reg)
 	require.NoError(t, err)
 	assert.Equal(t, 2, n, "the rate and the throttler's counter")
-	assert.Panics(t, func() { pacers.Add("", l) })
+	assert.PanicsWithValue(t, "prommetrics: Pacers.Add: name must not be empty", func() { pacers.Add("", l) })
+	assert.PanicsWithValue(t, "prommetrics: Pacers.Add: p must not be nil", func() { pacers.Add("x", nil) })
 }
