@@ -134,6 +134,8 @@ func TestSeriesOfOneNameAddUp(t *testing.T) {
 	a.IncBudgetRefused()
 	b.IncBudgetRefused()
 	b.IncRetries()
+	a.SetPriorityDepth("1", 2)
+	b.SetPriorityDepth("1", 3)
 	a.TrackProcessing(func() (time.Duration, time.Duration) { return 3 * time.Second, 3 * time.Second })
 	b.TrackProcessing(func() (time.Duration, time.Duration) { return time.Second, time.Second })
 
@@ -176,6 +178,9 @@ func TestSeriesOfOneNameAddUp(t *testing.T) {
 		if got := c.value(t, tc.name, tc.attr); got != tc.want {
 			t.Errorf("%s{%v} = %v, want %v", tc.name, tc.attr.Value.String(), got, tc.want)
 		}
+	}
+	if got := c.value(t, otel.QueuePriorityDepthName, pods, otel.PriorityKey.String("1")); got != 5 {
+		t.Errorf("%s{pods, 1} = %v, want 5", otel.QueuePriorityDepthName, got)
 	}
 }
 
