@@ -38,7 +38,11 @@ type Result struct {
 // handler's context. A handler that returns an error because of it takes
 // the error path: the item is requeued with AddRateLimited and the failure
 // is logged, and pacers count a timeout. It is controller-runtime's
-// ReconciliationTimeout for this queue's handlers.
+// ReconciliationTimeout for this queue's handlers, with two differences:
+// the timeout runs on the queue's clock rather than always the real one,
+// and the context's cause is context.DeadlineExceeded itself (controller-
+// runtime sets a cause of its own and counts timeouts in a metric of their
+// own; here they are failures like others).
 //
 // Go cannot stop a goroutine: a handler that ignores its context keeps
 // running, and keeps its worker, after the timeout, until it returns. The
