@@ -26,7 +26,13 @@ type Table[K comparable, V any] struct {
 	entries []entry[K, V]
 	stale   Stale[K, V]
 	cursor  int // the entry Sweep looks at next
+	// dropping is whether the last pass dropped a quarter of the entries
+	// or more.
+	dropping bool
 }
+
+// churnFactor is the go1.24 build's: see there.
+const churnFactor = 4
 
 // groupSize is the number of entries Sweep counts as one group, as many as
 // a group of the go1.24 build holds.
@@ -80,15 +86,24 @@ func (t *Table[K, V]) Passes() bool { return len(t.entries) == cap(t.entries) }
 // grows it drops the stale entries.
 func (t *Table[K, V]) Insert(_ uint64, key K, v V) *V {
 	if t.Passes() {
+		before := len(t.entries)
 		for i := 0; i < len(t.entries); {
 			if !t.dropIfStale(i) {
 				i++
 			}
 		}
-		if len(t.entries) <= cap(t.entries)/2 {
-			// Shrink: copy into a slice sized for the entries left.
-			t.entries = append(make([]entry[K, V], 0, 2*len(t.entries)+1), t.entries...)
+		// The go1.24 build's sizing: room for 1.4 times n entries, n being
+		// the entries left, or, while passes keep dropping a quarter or
+		// more (keys that go stale and come back), up to churnFactor times
+		// them, so that the next pass comes late enough for such keys to
+		// be used again first.
+		n := len(t.entries) + 1
+		dropping := (before-len(t.entries))*4 >= before
+		if dropping && t.dropping {
+			n = max(n, min(before, len(t.entries)*churnFactor))
 		}
+		t.dropping = dropping
+		t.entries = append(make([]entry[K, V], 0, n*7/5+1), t.entries...)
 	}
 	t.index[key] = len(t.entries)
 	t.entries = append(t.entries, entry[K, V]{key: key, val: v})
