@@ -13,7 +13,7 @@ func init() {
 		cfg.apply(opts.([]Option))
 		d, clk := cfg.retry.attemptTimeout, cfg.clock
 		return d, func(parent context.Context) (context.Context, func()) {
-			c := withClockTimeout(parent, clk, d)
+			c := withAttemptTimeout(parent, clk, d)
 			return c, c.release
 		}
 	}
@@ -50,8 +50,10 @@ func WithMinAttemptTime(d time.Duration) Option {
 // WithAttemptTimeout makes [Retry] run each attempt under a context that
 // ends, with context.DeadlineExceeded, d after the attempt starts, or at
 // ctx's deadline if that comes first. d is measured on the clock given with
-// [WithClock], so stepping a FakeClock past it ends the attempt, and the
-// attempt's context reports its instant on that clock from Deadline. An
+// [WithClock], so stepping a FakeClock past it ends the attempt. The
+// attempt's context reports the timeout's instant from Deadline on the real
+// clock only: on another clock it reports ctx's deadline, because code that
+// reads a deadline (net.Dialer, http.Transport) reads it as a real instant. An
 // attempt that fails because its own timeout ended it is retried like any
 // other failure, and counts as a timeout for the pacers (see [WithPacer]);
 // one that fails because ctx ended is not retried. d = 0 means no timeout

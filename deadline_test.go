@@ -90,36 +90,40 @@ func TestRetryWithMinAttemptTime(t *testing.T) {
 }
 
 // TestRetryWithAttemptTimeout: an attempt that hangs is ended by its own
-// timeout, on the injected clock, and retried; its context reports the
-// timeout's instant on that clock.
+// timeout, on the injected clock, and retried. On a FakeClock its context
+// reports no deadline of its own (real I/O code would read a fake instant as
+// a real one); it keeps the caller's.
 func TestRetryWithAttemptTimeout(t *testing.T) {
 	fc := testclock.NewFakeClock(time.Now())
 	start := fc.Now()
-	var deadlines []time.Time
+	callerDeadline := time.Now().Add(time.Hour)
+	ctx, cancel := context.WithDeadline(context.Background(), callerDeadline)
+	defer cancel()
+	var ends []time.Time
 	var errs []error
-	err := backoff.Retry(context.Background(), backoff.Schedule{Duration: time.Second, Steps: 3}, func(ctx context.Context) error {
-		d, ok := ctx.Deadline()
-		require.True(t, ok)
-		deadlines = append(deadlines, d)
-		if len(deadlines) == 3 {
+	err := backoff.Retry(ctx, backoff.Schedule{Duration: time.Second, Steps: 3}, func(actx context.Context) error {
+		d, ok := actx.Deadline()
+		assert.True(t, ok)
+		assert.Equal(t, callerDeadline, d, "the caller's deadline, not a fake instant")
+		if len(errs) == 2 {
 			return nil
 		}
 		// The attempt hangs for 10 s of the fake clock: the timeout ends
-		// its context (the timer's callback runs inside Step).
-		assert.NoError(t, ctx.Err())
-		fc.Step(10 * time.Second)
-		<-ctx.Done()
-		errs = append(errs, ctx.Err())
-		return ctx.Err()
+		// its context (the timer's callback runs inside Step), not 1 ns
+		// before.
+		fc.Step(10*time.Second - 1)
+		assert.NoError(t, actx.Err())
+		fc.Step(1)
+		<-actx.Done()
+		ends = append(ends, fc.Now())
+		errs = append(errs, actx.Err())
+		return actx.Err()
 	}, backoff.WithClock(fc), backoff.WithAttemptTimeout(10*time.Second),
 		backoff.WithNotify(func(_ int, _ error, next time.Duration) { fc.Step(next) }))
 	require.NoError(t, err, "timed-out attempts are retried")
 	assert.Equal(t, []error{context.DeadlineExceeded, context.DeadlineExceeded}, errs)
-	assert.Equal(t, []time.Time{
-		start.Add(10 * time.Second),
-		start.Add(21 * time.Second),
-		start.Add(32 * time.Second),
-	}, deadlines, "each attempt's deadline is its start plus 10 s on the fake clock")
+	assert.Equal(t, []time.Time{start.Add(10 * time.Second), start.Add(21 * time.Second)}, ends,
+		"each attempt ends 10 s after it starts, on the fake clock")
 	assert.False(t, fc.HasWaiters(), "the last attempt's timer is stopped")
 }
 

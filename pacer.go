@@ -181,7 +181,7 @@ func pacedAttempt(ctx context.Context, p Pacer, fn func(context.Context) error, 
 	o, hint := outcomeNeutral, time.Duration(0)
 	defer func() { pc.finish(o, hint) }() // a panic in fn frees the permit, as neutral
 	if timeout > 0 {
-		actx := withClockTimeout(ctx, clk, timeout)
+		actx := withAttemptTimeout(ctx, clk, timeout)
 		err = fn(actx)
 		actx.release()
 	} else {

@@ -136,7 +136,7 @@ func nextTick(start, at time.Time, interval time.Duration) time.Time {
 // itself. A condition that is met before the poll waits, and never calls
 // Done, costs neither.
 func withClockTimeout(parent context.Context, clk clock.WithDelayedExecution, timeout time.Duration) *clockTimeoutContext {
-	c := &clockTimeoutContext{parent: parent, deadline: clk.Now().Add(max(timeout, 0))}
+	c := &clockTimeoutContext{parent: parent, deadline: clk.Now().Add(max(timeout, 0)), hasDeadline: true}
 	if timeout <= 0 {
 		c.end(context.DeadlineExceeded)
 		return c
@@ -147,13 +147,27 @@ func withClockTimeout(parent context.Context, clk clock.WithDelayedExecution, ti
 	return c
 }
 
+// withAttemptTimeout is withClockTimeout for one attempt of a call that
+// goes on doing real I/O (an HTTP request, a handler's calls): its Deadline
+// reports the timeout's instant only when clk is the real clock, and the
+// parent's deadline otherwise. Code that reads a context's deadline
+// (net.Dialer, http.Transport, gRPC) compares it with the real clock, so a
+// FakeClock's instant, months in the past or future, would fail its dial
+// at once or bound nothing; the timeout itself still runs on clk.
+func withAttemptTimeout(parent context.Context, clk clock.WithDelayedExecution, timeout time.Duration) *clockTimeoutContext {
+	c := withClockTimeout(parent, clk, timeout)
+	c.hasDeadline = sameClock(clk, clock.RealClock{})
+	return c
+}
+
 // clockTimeoutContext is the context of withClockTimeout: its parent's
 // values, and a Done channel closed at the first of the parent's end, the
 // timeout, and release. It is safe for concurrent use.
 type clockTimeoutContext struct {
-	parent   context.Context
-	deadline time.Time
-	timer    clock.Timer // the timeout's; nil when it had passed on entry
+	parent      context.Context
+	deadline    time.Time
+	hasDeadline bool        // whether Deadline reports deadline (see withAttemptTimeout)
+	timer       clock.Timer // the timeout's; nil when it had passed on entry
 
 	mu         sync.Mutex
 	err        error         // set once, when the context ends
@@ -220,8 +234,9 @@ func (c *clockTimeoutContext) ended() error {
 }
 
 func (c *clockTimeoutContext) Deadline() (time.Time, bool) {
-	if d, ok := c.parent.Deadline(); ok && d.Before(c.deadline) {
-		return d, true
+	d, ok := c.parent.Deadline()
+	if !c.hasDeadline || (ok && d.Before(c.deadline)) {
+		return d, ok
 	}
 	return c.deadline, true
 }

@@ -273,7 +273,7 @@ func Retry(ctx context.Context, s Schedule, fn func(context.Context) error, opts
 				return stoppedByContext(ctx, attempt-1, last) // ctx ended while waiting for the pacer
 			}
 		case rc.attemptTimeout > 0:
-			actx := withClockTimeout(ctx, clk, rc.attemptTimeout)
+			actx := withAttemptTimeout(ctx, clk, rc.attemptTimeout)
 			err = fn(actx)
 			actx.release()
 		default:

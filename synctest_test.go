@@ -829,6 +829,12 @@ func TestSynctestRetryAttemptTimeoutAgainstTheDeadline(t *testing.T) {
 				defer cancel()
 				var ends []time.Duration
 				err := backoff.Retry(ctx, backoff.Schedule{Duration: 10 * time.Millisecond, Factor: 2, Steps: 10}, func(actx context.Context) error {
+					d, _ := actx.Deadline()
+					want, _ := ctx.Deadline()
+					if own := time.Now().Add(tc.timeout); own.Before(want) {
+						want = own
+					}
+					assert.Equal(t, want, d, "on the real clock, the earlier of the attempt's timeout and ctx's deadline")
 					<-actx.Done() // hangs until its context ends
 					ends = append(ends, time.Since(start))
 					return actx.Err()

@@ -35,7 +35,9 @@ type Result struct {
 // ends, with context.DeadlineExceeded, d after the item is handed over, or
 // when RunWorkers' ctx ends if that comes first. d is measured on the
 // queue's clock (see [WithClock]), so stepping a FakeClock past it ends the
-// handler's context. A handler that returns an error because of it takes
+// handler's context; on the real clock the context also reports the
+// timeout's instant from Deadline (on another clock, ctx's deadline, as
+// [WithAttemptTimeout] says). A handler that returns an error because of it takes
 // the error path: the item is requeued with AddRateLimited and the failure
 // is logged, and pacers count a timeout. It is controller-runtime's
 // ReconciliationTimeout for this queue's handlers, with two differences:
@@ -211,7 +213,7 @@ func (p *workerPool[T]) process(item T, prio int, pc *pacing) {
 	hctx := p.ctx // handle's context
 	var timeout *clockTimeoutContext
 	if p.itemTimeout > 0 {
-		timeout = withClockTimeout(p.ctx, p.q.clock, p.itemTimeout)
+		timeout = withAttemptTimeout(p.ctx, p.q.clock, p.itemTimeout)
 		hctx = timeout
 	}
 	defer func() {

@@ -149,15 +149,17 @@ func TestRunWorkersItemTimeout(t *testing.T) {
 	handle := func(hctx context.Context, item string) (backoff.Result, error) {
 		switch item {
 		case "hang":
-			deadline, _ = hctx.Deadline()
+			_, hasDeadline := hctx.Deadline()
+			assert.False(t, hasDeadline, "no fake instant for real I/O code to misread")
+			fc.Step(30*time.Second - 1) // the handler hangs for 30 s of the queue's clock
 			assert.NoError(t, hctx.Err(), "not before the timeout")
-			fc.Step(30 * time.Second) // the handler hangs for 30 s of the queue's clock
+			fc.Step(1)
 			<-hctx.Done()
+			deadline = fc.Now()
 			ended = hctx.Err()
 			return backoff.Result{}, ended
 		case "end":
-			_, has := hctx.Deadline()
-			assert.True(t, has, "every item gets its own timeout")
+			assert.NoError(t, hctx.Err(), "every item gets its own timeout")
 			cancel()
 		}
 		return backoff.Result{}, nil
@@ -168,7 +170,7 @@ func TestRunWorkersItemTimeout(t *testing.T) {
 		close(done)
 	}()
 	waitFor(t, "RunWorkers to return", done, fc)
-	assert.Equal(t, epoch.Add(30*time.Second), deadline, "the timeout's instant on the queue's clock")
+	assert.Equal(t, epoch.Add(30*time.Second), deadline, "ended at the timeout's instant on the queue's clock")
 	assert.Equal(t, context.DeadlineExceeded, ended)
 	assert.Equal(t, 1, q.NumRequeues("hang"), "requeued with backoff")
 	if lines := logLines(logs.String(), "hang"); assert.Len(t, lines, 1) {
