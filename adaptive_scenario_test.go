@@ -59,7 +59,11 @@ func runCapacityDrop(s sim.CapacityDrop, sampled func(l *AdaptiveLimiter, now, l
 }
 
 func TestScenarioAdaptiveLimiterCapacityDrop(t *testing.T) {
-	for seed := uint64(1); seed <= 3; seed++ {
+	seeds := uint64(2)
+	if longTests() {
+		seeds = 3
+	}
+	for seed := uint64(1); seed <= seeds; seed++ {
 		s := sim.DefaultCapacityDrop
 		s.Seed = seed
 		r := runCapacityDrop(s, nil)

@@ -9,6 +9,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"math"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -179,7 +180,11 @@ func TestLimiterAdmissionBound(t *testing.T) {
 	}{{10, 5}, {3, 2}, {7.3, 4}, {1000, 1}, {0.5, 3}} {
 		l, clk := newFakeLimiter(tc.r, tc.burst)
 		rng := rand.New(rand.NewPCG(1, uint64(tc.burst)))
-		const rounds, goroutines = 200, 4
+		const goroutines = 4
+		rounds := 100
+		if os.Getenv("BACKOFF_LONG") == "1" {
+			rounds = 400 // the long mode (CI runs it without -race)
+		}
 		admitted := make([]int64, rounds+1) // admitted[i]: tokens in round i
 		highWater := make([]time.Duration, rounds+1)
 		var hw time.Duration

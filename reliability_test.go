@@ -1660,10 +1660,10 @@ func TestPriorityQueueAgreesWithModel(t *testing.T) {
 }
 
 // runPriorityModelSeeds runs runPriorityModel over random operation
-// sequences (40 seeds of 600 operations, 400 of 3,000 with BACKOFF_LONG),
+// sequences (20 seeds of 600 operations, 400 of 3,000 with BACKOFF_LONG),
 // without and with a max-ready-wait bound; stream picks the sequences.
 func runPriorityModelSeeds(t *testing.T, fair bool, stream uint64) {
-	seeds, n := uint64(40), 600
+	seeds, n := uint64(20), 600
 	if os.Getenv("BACKOFF_LONG") != "" {
 		seeds, n = 400, 3000
 	}

@@ -11,6 +11,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	"math"
 	"math/rand/v2"
+	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -167,7 +168,11 @@ func decodeBudgetOps(data []byte, window time.Duration) []budgetOp {
 // ratios, floors and windows.
 func TestRetryBudgetWindowInvariant(t *testing.T) {
 	rng := rand.New(rand.NewPCG(22, 1))
-	for run := 0; run < 150; run++ {
+	runs := 60
+	if os.Getenv("BACKOFF_LONG") == "1" {
+		runs = 600 // the long mode (CI runs it without -race)
+	}
+	for run := 0; run < runs; run++ {
 		ratio := []float64{0, 0.1, 0.5, 1, 3}[rng.IntN(5)]
 		perSecond := []float64{0, 0.1, 1, 10}[rng.IntN(4)]
 		window := []time.Duration{time.Second, 10 * time.Second, 7 * time.Millisecond, 19}[rng.IntN(4)]
