@@ -59,6 +59,7 @@ func runCapacityDrop(s sim.CapacityDrop, sampled func(l *AdaptiveLimiter, now, l
 }
 
 func TestScenarioAdaptiveLimiterCapacityDrop(t *testing.T) {
+	t.Parallel() // CPU-bound and self-contained: see TestMain
 	seeds := uint64(2)
 	if longTests() {
 		seeds = 3
@@ -102,6 +103,7 @@ func TestScenarioAdaptiveLimiterCapacityDrop(t *testing.T) {
 // after the drop and of the tenth minute; the 10-second means around the
 // two instants are logged too.
 func TestScenarioAdaptiveLimiterDoesNotDriftUnderSustainedOverload(t *testing.T) {
+	t.Parallel() // CPU-bound and self-contained: see TestMain
 	seeds := uint64(1)
 	if longTests() {
 		seeds = 3 // seconds under the race detector each: the long mode runs them
@@ -133,6 +135,7 @@ func TestScenarioAdaptiveLimiterDoesNotDriftUnderSustainedOverload(t *testing.T)
 // measured at a reduced limit. Under sustained overload every sample
 // includes queueing, so the baseline, and with it the limit, creeps up.
 func TestScenarioAMinimumLatencyBaselineDrifts(t *testing.T) {
+	t.Parallel() // CPU-bound and self-contained: see TestMain
 	s := sim.DefaultCapacityDrop.Sustained()
 	type window struct{ at, mean time.Duration }
 	var windows []window

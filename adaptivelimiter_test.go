@@ -116,6 +116,7 @@ func TestAdaptiveLimiterDropLowersTheLimit(t *testing.T) {
 }
 
 func TestAdaptiveLimiterFollowsTheDownstreamsCapacity(t *testing.T) {
+	t.Parallel() // CPU-bound and self-contained: see TestMain
 	clk := testingclock.NewFakeClock(epoch)
 	l := backoff.NewAdaptiveLimiter(backoff.WithClock(clk), backoff.WithInitialLimit(10))
 	const base = 50 * time.Millisecond

@@ -358,6 +358,7 @@ func aloneWithQuota(quota float64, rtt time.Duration, hint bool) float64 {
 // under the race detector: those runs are part of the long mode
 // (BACKOFF_LONG=1, which CI runs without -race).
 func TestAdaptiveRateAloneUsesItsQuota(t *testing.T) {
+	t.Parallel() // CPU-bound and self-contained: see TestMain
 	quotas := []float64{2, 100}
 	if os.Getenv("BACKOFF_LONG") == "1" {
 		quotas = append(quotas, 2000)

@@ -13,5 +13,6 @@ import (
 //
 //	go test -run TestAPIMatchesRecord -update-api .
 func TestAPIMatchesRecord(t *testing.T) {
+	t.Parallel() // CPU-bound and self-contained: see TestMain
 	apirecord.Check(t, "api/backoff.txt")
 }

@@ -61,6 +61,7 @@ func checkShard(t *testing.T, b *Backoff, s *shardState) {
 }
 
 func TestSweepReclaimsWithoutGC(t *testing.T) {
+	t.Parallel() // CPU-bound and self-contained: see TestMain
 	// One shard makes the count predictable: after the clock passes 2×max,
 	// each Next on a live id deletes two expired entries.
 	b, fc := newSweepBackoff(t, 1)
@@ -84,6 +85,7 @@ func TestSweepReclaimsWithoutGC(t *testing.T) {
 }
 
 func TestSweepReclaimsWithDefaultShards(t *testing.T) {
+	t.Parallel() // CPU-bound and self-contained: see TestMain
 	b, fc := newSweepBackoff(t, 0)
 	for i := range 10_000 {
 		b.Next(fmt.Sprint("old", i), fc.Now())
@@ -107,6 +109,7 @@ func TestSweepReclaimsWithDefaultShards(t *testing.T) {
 }
 
 func TestSweepBoundsMemoryUnderChurn(t *testing.T) {
+	t.Parallel() // CPU-bound and self-contained: see TestMain
 	// A stream of new ids, one every 10 ms, each failing once: at any time
 	// the ids of the last 2×max = 20 s (2,000 of them) are live. Without
 	// reclamation the Backoff would hold all 20,000.
@@ -315,6 +318,7 @@ func TestSweepBoundsHoldWhenTheClockGoesBack(t *testing.T) {
 //
 // It plays 5 rounds, 20 in the long mode (BACKOFF_LONG=1).
 func TestSweepNeverLosesANextWithoutTheLock(t *testing.T) {
+	t.Parallel() // CPU-bound and self-contained: see TestMain
 	rounds := 5
 	if longTests() {
 		rounds = 20

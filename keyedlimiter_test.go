@@ -160,6 +160,7 @@ func TestKeyedLimiterWait(t *testing.T) {
 // 20,000 keys (200,000 in the long mode), rebuilding many times, every key
 // keeps its spent bucket.
 func TestKeyedLimiterGrowthLosesNoKey(t *testing.T) {
+	t.Parallel() // CPU-bound and self-contained: see TestMain
 	clk := clocktesting.NewFakeClock(epoch)
 	k := backoff.NewKeyedLimiter[string](1, 2, backoff.WithClock(clk))
 	n := 20_000
@@ -180,6 +181,7 @@ func TestKeyedLimiterGrowthLosesNoKey(t *testing.T) {
 // 5,000 and every wave refills before the next: the limiter holds about
 // one wave's keys, not the 60,000 it has seen.
 func TestKeyedLimiterMemoryFollowsTheRecentKeys(t *testing.T) {
+	t.Parallel() // CPU-bound and self-contained: see TestMain
 	clk := clocktesting.NewFakeClock(epoch)
 	k := backoff.NewKeyedLimiter[int](10, 1, backoff.WithClock(clk))
 	const wave = 5_000
@@ -227,6 +229,7 @@ func TestKeyedLimiterKeepsKeysThatComeBack(t *testing.T) {
 // over shards; it still holds in total, and keys beyond it still share one
 // bucket.
 func TestKeyedLimiterMaxKeysSharded(t *testing.T) {
+	t.Parallel() // CPU-bound and self-contained: see TestMain
 	clk := clocktesting.NewFakeClock(epoch)
 	const maxKeys = 4096
 	k := backoff.NewKeyedLimiter[int](1, 1, backoff.WithClock(clk), backoff.WithMaxKeys(maxKeys))
@@ -264,6 +267,7 @@ func TestKeyedLimiterMaxKeysSharded(t *testing.T) {
 // that the limiter still holds exactly that many keys once every shard is at
 // its share, not the multiple of 16 below it.
 func TestKeyedLimiterMaxKeysShardedUneven(t *testing.T) {
+	t.Parallel() // CPU-bound and self-contained: see TestMain
 	clk := clocktesting.NewFakeClock(epoch)
 	const maxKeys = 4096 + 7
 	k := backoff.NewKeyedLimiter[int](1, 1, backoff.WithClock(clk), backoff.WithMaxKeys(maxKeys))

@@ -39,6 +39,7 @@ func lockedAllowN(l *Limiter, now time.Duration, n int) bool {
 // refusal, a wrong instant a refusal or a grant off by 1 ns; a lock-free
 // grant on a bucket that is not full again is a wrong grant.
 func TestLimiterLockFreeRefusalMatchesLocked(t *testing.T) {
+	t.Parallel() // CPU-bound and self-contained: see TestMain
 	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	limits := []float64{0, 0.5, 3, 7.3, 10, 1e6, 1e6 + 1, 3.3e7, InfLimit}
 	sequences := 40
@@ -157,6 +158,7 @@ func takesOne(s bucketState, now time.Duration, limit float64, burst int) bool {
 // agrees with the instant's side at random instants before and after (the
 // monotonicity the lock-free refusal relies on).
 func TestFirstGrantOfOneIsExact(t *testing.T) {
+	t.Parallel() // CPU-bound and self-contained: see TestMain
 	rng := rand.New(rand.NewPCG(23, 14))
 	rates := []float64{1e-3, 0.5, 1, 3, 7.3, 10, 1e3, 1e6, 1e6 + 1, 3.3e7, 1e9, 0}
 	iterations := 3_000

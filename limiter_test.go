@@ -174,6 +174,7 @@ func TestLimiterClockBackwards(t *testing.T) {
 // latest instant seen before). Goroutines call AllowN concurrently while the
 // clock stands; between rounds the clock is stepped forward or back.
 func TestLimiterAdmissionBound(t *testing.T) {
+	t.Parallel() // CPU-bound and self-contained: see TestMain
 	for _, tc := range []struct {
 		r     float64
 		burst int

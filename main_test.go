@@ -16,6 +16,11 @@ import (
 )
 
 // TestMain fails the run if any test leaves a goroutine running.
+//
+// The suite's longest tests (randomised models, scenarios, table sweeps)
+// are CPU-bound and share nothing, so they call t.Parallel and run two at a
+// time on a 2-core machine. A test that reads heap or goroutine counts,
+// counts allocations or uses a synctest bubble stays sequential.
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }

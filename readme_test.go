@@ -63,6 +63,7 @@ func readmeDocs(t *testing.T) []string {
 // TestReadmeGoBlocksHaveCompiledTwins checks every marked block against its
 // twin.
 func TestReadmeGoBlocksHaveCompiledTwins(t *testing.T) {
+	t.Parallel() // CPU-bound and self-contained: see TestMain
 	blocks := map[string][]string{}
 	for _, path := range readmeDocs(t) {
 		for name, block := range readmeMarkedBlocks(t, path) {

@@ -944,6 +944,7 @@ func (m *queueModel) takeWaiting() []int {
 }
 
 func TestQueueAgreesWithModel(t *testing.T) {
+	t.Parallel() // CPU-bound and self-contained: see TestMain
 	for seed := uint64(1); seed <= 30; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 42))
@@ -1656,6 +1657,7 @@ func runPriorityModel(t *testing.T, ops []byte, maxWait time.Duration, fair bool
 }
 
 func TestPriorityQueueAgreesWithModel(t *testing.T) {
+	t.Parallel() // CPU-bound and self-contained: see TestMain
 	runPriorityModelSeeds(t, false, 21)
 }
 
@@ -1699,5 +1701,6 @@ func FuzzPriorityQueue(f *testing.F) {
 // order, raised items included, and with the bound the oldest overdue item
 // first.
 func TestPriorityQueueWithFairnessAgreesWithModel(t *testing.T) {
+	t.Parallel() // CPU-bound and self-contained: see TestMain
 	runPriorityModelSeeds(t, true, 22)
 }

@@ -167,6 +167,7 @@ func decodeBudgetOps(data []byte, window time.Duration) []budgetOp {
 // requests, retries and clock steps (a tenth of them backwards), with random
 // ratios, floors and windows.
 func TestRetryBudgetWindowInvariant(t *testing.T) {
+	t.Parallel() // CPU-bound and self-contained: see TestMain
 	rng := rand.New(rand.NewPCG(22, 1))
 	runs := 60
 	if os.Getenv("BACKOFF_LONG") == "1" {
