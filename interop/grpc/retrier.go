@@ -87,10 +87,11 @@ func (r *Retrier) UnaryClientInterceptor() grpc.UnaryClientInterceptor {
 			}
 			return out, nil
 		}, r.opts...)
-		if err == nil && winner != reply {
-			dst := reply.(proto.Message)
-			proto.Reset(dst)
-			proto.Merge(dst, winner.(proto.Message))
+		if dst, ok := reply.(proto.Message); ok && err == nil {
+			if src := winner.(proto.Message); src != dst {
+				proto.Reset(dst)
+				proto.Merge(dst, src)
+			}
 		}
 		return callError(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/retrykit/backoff"
 )
@@ -350,10 +351,11 @@ func (s *retryStream) open(m any, broken error) (*attemptStream, error) {
 	if err != nil {
 		return nil, s.end(callError(err))
 	}
-	if m != nil && winner.msg != m {
-		dst := m.(proto.Message)
-		proto.Reset(dst)
-		proto.Merge(dst, winner.msg.(proto.Message))
+	if dst, ok := m.(proto.Message); ok && !winner.eof {
+		if src := winner.msg.(proto.Message); src != dst {
+			proto.Reset(dst)
+			proto.Merge(dst, src)
+		}
 	}
 	s.mu.Lock()
 	s.cur = winner
@@ -372,8 +374,17 @@ func (s *retryStream) first(cs grpc.ClientStream, req any, a *attemptStream) err
 		return err
 	}
 	if a.msg == nil {
-		_, err := cs.Header()
-		return err
+		md, err := cs.Header()
+		if err != nil || md != nil {
+			return err
+		}
+		// The stream ended without a header; RecvMsg reads its status. It
+		// has no message left to decode.
+		if err := cs.RecvMsg(&emptypb.Empty{}); err != nil && err != io.EOF {
+			return err
+		}
+		a.eof = true
+		return nil
 	}
 	err = cs.RecvMsg(a.msg)
 	if err == io.EOF {

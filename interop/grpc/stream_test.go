@@ -12,7 +12,9 @@ import (
 
 	"google.golang.org/grpc/codes"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/retrykit/backoff"
 	"github.com/retrykit/backoff/backofftest"
@@ -198,6 +200,89 @@ func TestStreamResumesAcrossDisconnects(t *testing.T) {
 		}
 		if len(got) != total || injected != breaks {
 			t.Errorf("%d messages over %d breaks, want %d over %d", len(got), injected, total, breaks)
+		}
+	})
+}
+
+func TestStreamHeaderCommits(t *testing.T) {
+	forEachTransport(t, func(t *testing.T, transport string) {
+		srv := &testServer{stream: func(call int, _ *testgrpc.StreamingOutputCallRequest, ss testgrpc.TestService_StreamingOutputCallServer) error {
+			if call == 1 {
+				return status.Error(codes.Unavailable, "no header yet")
+			}
+			if err := ss.SendHeader(metadata.Pairs("call", strconv.Itoa(call))); err != nil {
+				return err
+			}
+			for i := range 2 {
+				if err := ss.Send(seq(i)); err != nil {
+					return err
+				}
+			}
+			return status.Error(codes.Unavailable, "broke after the commit")
+		}}
+		r := grpcbackoff.NewRetrier(backoff.Schedule{Duration: time.Second, Steps: 5},
+			backoff.WithClock(backofftest.NewAutoStepClock(epoch)))
+		stream, err := dial(t, transport, srv, r).StreamingOutputCall(context.Background(), fromSeq(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		md, err := stream.Header()
+		if err != nil || !slices.Equal(md.Get("call"), []string{"2"}) {
+			t.Fatalf("Header: %v, %v; want the second call's", md, err)
+		}
+		got, err := recvAll(t, stream)
+		if !slices.Equal(got, []int{0, 1}) || status.Code(err) != codes.Unavailable {
+			t.Fatalf("received %v, %v; want 0 1 and the break: Header committed the stream", got, err)
+		}
+		if n := len(srv.calls()); n != 2 {
+			t.Errorf("%d calls, want 2", n)
+		}
+	})
+}
+
+// TestStreamAttemptTimeoutEndsAtTheCommit: backoff.WithAttemptTimeout bounds
+// the wait for the first message, and not the stream after it.
+func TestStreamAttemptTimeoutEndsAtTheCommit(t *testing.T) {
+	forEachTransport(t, func(t *testing.T, transport string) {
+		clk := testclock.NewFakeClock(epoch)
+		arrived, proceed := make(chan struct{}), make(chan struct{})
+		srv := &testServer{stream: func(call int, _ *testgrpc.StreamingOutputCallRequest, ss testgrpc.TestService_StreamingOutputCallServer) error {
+			if call == 1 {
+				close(arrived)
+				<-ss.Context().Done() // stalls until the client gives the attempt up
+				return ss.Context().Err()
+			}
+			if err := ss.Send(seq(0)); err != nil {
+				return err
+			}
+			<-proceed
+			return ss.Send(seq(1))
+		}}
+		r := grpcbackoff.NewRetrier(backoff.Schedule{Steps: 3},
+			backoff.WithClock(clk), backoff.WithAttemptTimeout(2*time.Second))
+		stream, err := dial(t, transport, srv, r).StreamingOutputCall(context.Background(), fromSeq(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stepped := make(chan struct{})
+		go func() {
+			defer close(stepped)
+			<-arrived // the attempt's timer is set before the stream opens
+			clk.Step(2 * time.Second)
+		}()
+		m, err := stream.Recv()
+		<-stepped
+		if err != nil || seqOf(t, m) != 0 {
+			t.Fatalf("first Recv: %v, %v; want message 0 of the second attempt", m, err)
+		}
+		clk.Step(time.Hour) // past any attempt timeout: the committed stream lives on
+		close(proceed)
+		got, err := recvAll(t, stream)
+		if err != nil || !slices.Equal(got, []int{1}) {
+			t.Fatalf("then received %v, %v; want 1 and the end", got, err)
+		}
+		if got, want := srv.calls(), []string{"", "1"}; !slices.Equal(got, want) {
+			t.Errorf("calls %q, want %q", got, want)
 		}
 	})
 }
