@@ -117,13 +117,11 @@ type retryStream struct {
 
 	opening sync.Mutex // held while a stream is opened, by RecvMsg or Header
 
-	mu     sync.Mutex
-	req    any            // the request to send
-	cur    *attemptStream // the committed stream; nil before the commit
-	last   any            // the last message received
-	err    error          // the stream's end, once it ended
-	sendMu sync.Mutex     // SendMsg and CloseSend are the caller's
-	_      [0]func()      // not comparable
+	mu   sync.Mutex
+	req  any            // the request to send
+	cur  *attemptStream // the committed stream; nil before the commit
+	last any            // the last message received
+	err  error          // the stream's end, once it ended
 }
 
 // attemptStream is one attempt's stream and what it received.
