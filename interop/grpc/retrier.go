@@ -53,7 +53,15 @@ type Retrier struct {
 // marks the others backoff.Permanent; a backoff.WithRetryable among opts
 // can only narrow that choice further. The hooks of opts run on the
 // goroutine of the call they concern.
+//
+// NewRetrier panics, with backoff.Retry's message, on a Schedule that Retry
+// refuses (an infinite s.Factor without s.Cap, an s.Jitter above
+// backoff.MaxRetryJitter), so that the mistake shows when the Retrier is
+// built rather than in a call.
 func NewRetrier(s backoff.Schedule, opts ...backoff.Option) *Retrier {
+	// Retry checks s before its first attempt: a Schedule it refuses panics
+	// here, once, instead of in every call.
+	_ = backoff.Retry(context.Background(), s, func(context.Context) error { return nil })
 	return &Retrier{schedule: s, opts: slices.Clip(opts)}
 }
 
@@ -105,10 +113,14 @@ func (r *Retrier) judge(ctx, actx context.Context, err error, trailer metadata.M
 	if ctx.Err() != nil {
 		return err // the caller's end: Retry stops and reports it
 	}
-	if actx.Err() != nil {
-		// The attempt's own timeout (or a hedge that lost): retried
-		// whatever the code grpc-go gave it.
+	switch actx.Err() {
+	case nil:
+	case context.DeadlineExceeded:
+		// The attempt's own timeout: retried whatever the code grpc-go
+		// gave the attempt, and a timeout to the pacers.
 		return &timeoutError{err: err}
+	default:
+		return err // Retry ended the attempt (a hedge that lost): it discards it
 	}
 	code := status.Code(err)
 	ms, present, valid := pushback(trailer)

@@ -3,6 +3,7 @@ package grpcbackoff_test
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -211,4 +212,27 @@ func TestUnaryCallerCancels(t *testing.T) {
 			t.Errorf("%d calls, want 2", n)
 		}
 	})
+}
+
+func TestBadInputsPanic(t *testing.T) {
+	for name, f := range map[string]func(){
+		"NewRetrier with an infinite Factor and no Cap": func() {
+			grpcbackoff.NewRetrier(backoff.Schedule{Duration: time.Second, Factor: math.Inf(1)})
+		},
+		"NewRetrier with a Jitter above MaxRetryJitter": func() {
+			grpcbackoff.NewRetrier(backoff.Schedule{Duration: time.Second, Jitter: 100})
+		},
+		"Resume(nil)": func() {
+			grpcbackoff.Resume[*testgrpc.StreamingOutputCallRequest, *testgrpc.StreamingOutputCallResponse](nil)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Error("no panic")
+				}
+			}()
+			f()
+		})
+	}
 }
