@@ -2,6 +2,7 @@ package grpcbackoff
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -21,8 +22,9 @@ import (
 //
 // A Retrier is safe for concurrent use by multiple goroutines, as long as its
 // fields are not changed once its interceptors are in use. Each call retries
-// on its own goroutine: its waits are its own. The zero Retrier is not
-// usable: build one with NewRetrier.
+// on its own goroutine: its waits are its own. The zero Retrier retries as
+// NewRetrier(backoff.Schedule{}) does: on backoff.DefaultRetry (5 attempts,
+// 10 ms apart), with no options.
 type Retrier struct {
 	// RetryableCodes are the codes retried whatever the server says, as
 	// gRFC A6's retryableStatusCodes. nil means UNAVAILABLE alone; an empty
@@ -59,10 +61,20 @@ type Retrier struct {
 // backoff.MaxRetryJitter), so that the mistake shows when the Retrier is
 // built rather than in a call.
 func NewRetrier(s backoff.Schedule, opts ...backoff.Option) *Retrier {
-	// Retry checks s before its first attempt: a Schedule it refuses panics
-	// here, once, instead of in every call.
-	_ = backoff.Retry(context.Background(), s, func(context.Context) error { return nil })
+	checkSchedule(s)
 	return &Retrier{schedule: s, opts: slices.Clip(opts)}
+}
+
+// checkSchedule panics, as NewRetrier, on a Schedule that backoff.Retry
+// refuses: Retry checks it before its first attempt, so a call of a function
+// that succeeds at once asks it, here once instead of in every gRPC call.
+func checkSchedule(s backoff.Schedule) {
+	defer func() {
+		if p := recover(); p != nil {
+			panic(fmt.Sprintf("grpcbackoff: NewRetrier: %v", p))
+		}
+	}()
+	_ = backoff.Retry(context.Background(), s, func(context.Context) error { return nil })
 }
 
 // UnaryClientInterceptor returns the interceptor that retries unary calls,

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
@@ -285,4 +286,47 @@ func TestStreamAttemptTimeoutEndsAtTheCommit(t *testing.T) {
 			t.Errorf("calls %q, want %q", got, want)
 		}
 	})
+}
+
+// TestStreamBreakNotResumed: with a Resume, a break is resumed only when
+// its error would be retried and Resume says so.
+func TestStreamBreakNotResumed(t *testing.T) {
+	refuse := grpcbackoff.Resume(func(*testgrpc.StreamingOutputCallRequest, *testgrpc.StreamingOutputCallResponse) (*testgrpc.StreamingOutputCallRequest, bool) {
+		return nil, false
+	})
+	for _, tc := range []struct {
+		name    string
+		code    codes.Code
+		trailer metadata.MD
+		resume  grpc.CallOption
+	}{
+		{name: "a code not retried", code: codes.InvalidArgument, resume: resumeAfterLast},
+		{name: "a negative pushback", code: codes.Unavailable, trailer: metadata.Pairs(grpcbackoff.PushbackTrailer, "-1"), resume: resumeAfterLast},
+		{name: "Resume refuses", code: codes.Unavailable, resume: refuse},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := &testServer{stream: func(_ int, _ *testgrpc.StreamingOutputCallRequest, ss testgrpc.TestService_StreamingOutputCallServer) error {
+				if err := ss.Send(seq(0)); err != nil {
+					return err
+				}
+				if tc.trailer != nil {
+					ss.SetTrailer(tc.trailer)
+				}
+				return status.Error(tc.code, "broke")
+			}}
+			r := grpcbackoff.NewRetrier(backoff.Schedule{Duration: time.Second, Steps: 5},
+				backoff.WithClock(backofftest.NewAutoStepClock(epoch)))
+			stream, err := dial(t, "bufconn", srv, r).StreamingOutputCall(context.Background(), fromSeq(0), tc.resume)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := recvAll(t, stream)
+			if !slices.Equal(got, []int{0}) || status.Code(err) != tc.code || status.Convert(err).Message() != "broke" {
+				t.Fatalf("received %v, %v; want 0, then the break as the server sent it", got, err)
+			}
+			if n := len(srv.calls()); n != 1 {
+				t.Errorf("%d calls, want 1", n)
+			}
+		})
+	}
 }

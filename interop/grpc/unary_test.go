@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -222,14 +223,15 @@ func TestBadInputsPanic(t *testing.T) {
 		"NewRetrier with a Jitter above MaxRetryJitter": func() {
 			grpcbackoff.NewRetrier(backoff.Schedule{Duration: time.Second, Jitter: 100})
 		},
-		"Resume(nil)": func() {
+		"Resume with a nil next": func() {
 			grpcbackoff.Resume[*testgrpc.StreamingOutputCallRequest, *testgrpc.StreamingOutputCallResponse](nil)
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			defer func() {
-				if recover() == nil {
-					t.Error("no panic")
+				where := "grpcbackoff: " + strings.Fields(name)[0] + ": "
+				if p, _ := recover().(string); !strings.HasPrefix(p, where) {
+					t.Errorf("panic %q, want one that starts %q", p, where)
 				}
 			}()
 			f()
