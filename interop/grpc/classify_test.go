@@ -83,3 +83,48 @@ func TestPacersReadTheClassification(t *testing.T) {
 		})
 	}
 }
+
+// TestCallersCancellationIsNeutral: an attempt the caller cancels tells an
+// AdaptiveLimiter nothing (its limit stays), where an UNAVAILABLE answer
+// lowers it.
+func TestCallersCancellationIsNeutral(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		cancel bool
+		falls  bool
+	}{
+		{name: "the caller cancels", cancel: true},
+		{name: "the server is unavailable", falls: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := backofftest.NewAutoStepClock(epoch)
+			limiter := backoff.NewAdaptiveLimiter(backoff.WithClock(clk), backoff.WithInitialLimit(20))
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			srv := &testServer{unary: func(sctx context.Context, _ int, _ *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
+				if tc.cancel {
+					cancel()
+					<-sctx.Done()
+					return nil, sctx.Err()
+				}
+				return nil, status.Error(codes.Unavailable, "down")
+			}}
+			r := grpcbackoff.NewRetrier(backoff.Schedule{Steps: 1},
+				backoff.WithClock(clk), backoff.WithPacer(limiter))
+			_, err := dial(t, "bufconn", srv, r).UnaryCall(ctx, &testgrpc.SimpleRequest{})
+			want := codes.Unavailable
+			if tc.cancel {
+				want = codes.Canceled
+			}
+			if status.Code(err) != want {
+				t.Fatalf("error %v, want %v", err, want)
+			}
+			if falls := limiter.Limit() < 20; falls != tc.falls {
+				t.Errorf("limit %d after the call; want it to fall: %v", limiter.Limit(), tc.falls)
+			}
+			if limiter.Inflight() != 0 {
+				t.Errorf("%d permits still held", limiter.Inflight())
+			}
+		})
+	}
+}
