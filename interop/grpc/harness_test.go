@@ -61,8 +61,9 @@ func (s *testServer) StreamingOutputCall(req *testgrpc.StreamingOutputCallReques
 // break them: a real disconnection.
 type trackingListener struct {
 	net.Listener
-	mu    sync.Mutex
-	conns []net.Conn
+	mu       sync.Mutex
+	conns    []net.Conn
+	accepted int
 }
 
 func (l *trackingListener) Accept() (net.Conn, error) {
@@ -70,6 +71,7 @@ func (l *trackingListener) Accept() (net.Conn, error) {
 	if err == nil {
 		l.mu.Lock()
 		l.conns = append(l.conns, c)
+		l.accepted++
 		l.mu.Unlock()
 	}
 	return c, err
@@ -139,4 +141,11 @@ func forEachTransport(t *testing.T, test func(t *testing.T, transport string)) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) { test(t, tr) })
 	}
+}
+
+// connections returns how many connections the listener accepted.
+func (l *trackingListener) connections() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.accepted
 }

@@ -202,6 +202,9 @@ func TestStreamResumesAcrossDisconnects(t *testing.T) {
 		if len(got) != total || injected != breaks {
 			t.Errorf("%d messages over %d breaks, want %d over %d", len(got), injected, total, breaks)
 		}
+		if n := srv.lis.connections(); n != 1+breaks/10 {
+			t.Errorf("%d connections, want %d: one, and one more after each disconnection", n, 1+breaks/10)
+		}
 	})
 }
 
