@@ -92,16 +92,21 @@ func (l *trackingListener) disconnect() {
 // test ends.
 func dial(t *testing.T, transport string, srv *testServer, r *grpcbackoff.Retrier) testgrpc.TestServiceClient {
 	t.Helper()
+	return dialWith(t, transport, srv,
+		grpc.WithDisableRetry(),
+		grpc.WithChainUnaryInterceptor(r.UnaryClientInterceptor()),
+		grpc.WithChainStreamInterceptor(r.StreamClientInterceptor()))
+}
+
+// dialWith starts srv on transport and returns a client of it dialled with
+// opts.
+func dialWith(t *testing.T, transport string, srv *testServer, opts ...grpc.DialOption) testgrpc.TestServiceClient {
+	t.Helper()
 	var (
 		lis    net.Listener
 		target string
-		opts   = []grpc.DialOption{
-			grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithDisableRetry(),
-			grpc.WithChainUnaryInterceptor(r.UnaryClientInterceptor()),
-			grpc.WithChainStreamInterceptor(r.StreamClientInterceptor()),
-		}
 	)
+	opts = append(opts, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	switch transport {
 	case "bufconn":
 		bl := bufconn.Listen(1 << 20)

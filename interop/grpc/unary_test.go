@@ -238,3 +238,36 @@ func TestBadInputsPanic(t *testing.T) {
 		})
 	}
 }
+
+// TestGRPCsOwnRetryStopsAtFive is the case the interceptor exists for:
+// grpc-go's built-in retry, asked for 10 attempts in the service config,
+// makes 5 (it caps maxAttempts at 5) where the server needed 8, while the
+// interceptor, asked for 10, gets the answer.
+func TestGRPCsOwnRetryStopsAtFive(t *testing.T) {
+	const serviceConfig = `{"methodConfig": [{
+		"name": [{"service": "grpc.testing.TestService"}],
+		"retryPolicy": {
+			"maxAttempts": 10, "initialBackoff": "0.001s", "maxBackoff": "0.001s",
+			"backoffMultiplier": 1, "retryableStatusCodes": ["UNAVAILABLE"]
+		}}]}`
+	builtin := &testServer{unary: failFirst(7, codes.Unavailable, nil)}
+	_, err := dialWith(t, "bufconn", builtin, grpc.WithDefaultServiceConfig(serviceConfig)).
+		UnaryCall(context.Background(), &testgrpc.SimpleRequest{})
+	if status.Code(err) != codes.Unavailable || len(builtin.calls()) != 5 {
+		t.Errorf("grpc-go's retry: %v after %d calls; want UNAVAILABLE after 5", err, len(builtin.calls()))
+	}
+	// Both send grpc-previous-rpc-attempts the same way.
+	if got, want := builtin.calls(), []string{"", "1", "2", "3", "4"}; !slices.Equal(got, want) {
+		t.Errorf("grpc-go's grpc-previous-rpc-attempts: %q, want %q", got, want)
+	}
+
+	ours := &testServer{unary: failFirst(7, codes.Unavailable, nil)}
+	r := grpcbackoff.NewRetrier(backoff.Schedule{Duration: time.Millisecond, Steps: 10},
+		backoff.WithClock(backofftest.NewAutoStepClock(epoch)))
+	if _, err := dial(t, "bufconn", ours, r).UnaryCall(context.Background(), &testgrpc.SimpleRequest{}); err != nil || len(ours.calls()) != 8 {
+		t.Errorf("the interceptor: %v after %d calls; want the answer of the 8th", err, len(ours.calls()))
+	}
+	if got, want := ours.calls()[:5], builtin.calls(); !slices.Equal(got, want) {
+		t.Errorf("the interceptor's grpc-previous-rpc-attempts: %q, grpc-go's: %q", got, want)
+	}
+}
