@@ -23,10 +23,14 @@ import (
 //
 // The rate starts at [DefaultInitialRate] (or the rate of
 // [WithInitialRate]) and, until the first throttling answer, every success
-// raises it by one request per second: a slow start, as TCP's, that doubles
-// the rate in about a second while the quota lets everything through (up to
-// four times the rate requests are actually sent at, so that a client that
-// sends little does not build up a rate it has never tried).
+// raises it by one request per second: a slow start, as TCP's, that grows
+// the rate about e-fold in a second while the quota lets everything through
+// (up to four times the rate requests are actually sent at, so that a
+// client that sends little does not build up a rate it has never tried).
+// While requests queue in [AdaptiveRate.Wait], held back by the rate rather
+// than by the client's demand, each success raises it by two, so that many
+// goroutines sharing one AdaptiveRate reach their quota's rate before its
+// burst has gone unused.
 // Starting without a limit (WithInitialRate(InfLimit), as AWS SDKs' adaptive
 // mode starts) suits a client alone with its quota, but when many clients
 // start together, the few that happen not to be throttled at first keep no
@@ -38,7 +42,9 @@ import (
 // lowest of the rate allowed, the rate requests were actually sent at, and,
 // when the answer has a Retry-After, the client's successes since the last
 // cut over the time until the quota lets it in again (time the client spent
-// idle, sending nothing, is not counted): what the quota really
+// idle, sending nothing, is not counted; and since a Retry-After comes in
+// whole seconds, its last second is not counted either: "1" is what a
+// server says whose bucket refills in 50 ms): what the quota really
 // granted it, the best estimate of its share that a client with no view of
 // the others has. Successes then raise the rate along a cubic curve of the
 // time since the cut, as TCP CUBIC grows its window: to 0.95 times the
@@ -77,8 +83,28 @@ type AdaptiveRate struct {
 
 	mu   sync.Mutex
 	rate float64       // requests per second; InfLimit for none
-	next time.Duration // the earliest instant of the next request
 	hold time.Duration // no request before it (Retry-After)
+	// Request slots are positions on an axis that advances at the rate:
+	// slot x is due when the axis reaches x. The axis reads v until the
+	// instant vAt (a Retry-After hold freezes it) and advances at the rate
+	// from then on. A change of the rate re-anchors the axis at the
+	// present, so the slots already given to waiting requests move with
+	// it: sooner when the rate rises, later when it is cut. Slots handed
+	// out as instants would keep the rate of the moment they were taken,
+	// and many goroutines waiting on a client in its slow start would go
+	// on waiting at the start's rate for seconds after it had doubled.
+	v      float64
+	vAt    time.Duration
+	nextV  float64       // the next free slot
+	lastAt time.Duration // when the last slot given was due, or given if later
+	// Waiters re-read their slot's instant when changed is closed: on a
+	// cut, a hold, or a rise of more than rateSignalStep since the last
+	// time they were told (at the rate signalled). changed is made by the
+	// first waiter after each signal: a waiter allocates nothing while the
+	// rate stays put.
+	waiting   int
+	changed   chan struct{}
+	signalled float64
 	// slowStart is true until the first cut: a success adds one request
 	// per second to the rate.
 	slowStart bool
@@ -120,6 +146,7 @@ const (
 	rateMin        = 0.1   // requests per second
 	rateBucket     = 500 * time.Millisecond
 	rateIdle       = time.Second // a client that asks for no slot this long past its own is idle
+	rateSignalStep = 0.05        // a rise of the rate that moves waiting requests, relative
 )
 
 // WithInitialRate sets the rate, in requests per second, that an
@@ -164,7 +191,7 @@ func (r *AdaptiveRate) Allow() bool {
 	now := r.now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if now < max(r.next, r.hold) {
+	if now < r.dueLocked(r.nextV) {
 		return false
 	}
 	r.takeLocked(now)
@@ -173,10 +200,12 @@ func (r *AdaptiveRate) Allow() bool {
 
 // Wait blocks until a request may be sent, counts it, and returns nil; on a
 // FakeClock it returns when the clock is stepped to that instant. Requests
-// that wait are served in the order they called Wait. It returns ctx's error
-// at once if ctx is already done, and if ctx ends while it waits (its slot
-// is then given back if no later request has been given the next one).
-// While it waits it holds one timer of the clock.
+// that wait are served in the order they called Wait, and a change of the
+// rate while they wait moves them with it: sooner when it rises, later when
+// it is cut or a Retry-After holds them. It returns ctx's error at once if
+// ctx is already done, and if ctx ends while it waits (its slot is then
+// given back if no later request has been given the next one). While it
+// waits it holds one timer of the clock.
 func (r *AdaptiveRate) Wait(ctx context.Context) error {
 	mustNotBeNil("AdaptiveRate.Wait", "ctx", ctx == nil)
 	if ctx.Err() != nil {
@@ -184,35 +213,112 @@ func (r *AdaptiveRate) Wait(ctx context.Context) error {
 	}
 	now := r.now()
 	r.mu.Lock()
-	at := r.takeLocked(now)
-	next := r.next
-	r.mu.Unlock()
-	if r.timers.sleep(ctx, at-now) {
+	x, at := r.takeLocked(now)
+	if at <= now {
+		r.mu.Unlock()
 		return nil
 	}
-	r.mu.Lock()
-	if r.next == next {
-		r.next = at // nobody has been given the slot after ours: free it
+	r.waiting++
+	for {
+		if r.changed == nil {
+			r.changed = make(chan struct{})
+		}
+		changed := r.changed
+		r.mu.Unlock()
+		err := r.timers.sleepOrSignal(ctx, at-now, changed)
+		now = r.now()
+		r.mu.Lock()
+		if err != nil {
+			r.waiting--
+			if r.nextV == x+1 {
+				r.nextV = x // nobody has been given the slot after ours: free it
+			}
+			r.sentTotal-- // the request is not sent
+			r.mu.Unlock()
+			return contextError(ctx)
+		}
+		// The timer or a signal: the slot's instant may have moved since.
+		if at = r.dueLocked(x); at <= now {
+			r.waiting--
+			r.mu.Unlock()
+			return nil
+		}
 	}
-	r.sentTotal-- // the request is not sent
-	r.mu.Unlock()
-	return contextError(ctx)
 }
 
-// takeLocked gives the next request slot, at or after now, and returns its
-// instant.
-func (r *AdaptiveRate) takeLocked(now time.Duration) time.Duration {
-	if now-max(r.next, r.hold) > rateIdle {
+// takeLocked gives the next request slot, due at or after now, and returns
+// it and the instant it is due.
+func (r *AdaptiveRate) takeLocked(now time.Duration) (float64, time.Duration) {
+	if now-r.dueLocked(r.nextV) > rateIdle {
 		r.succeeded, r.countedFrom = 0, now
 	}
-	at := max(r.next, r.hold, now)
-	r.next = at
-	if r.rate != InfLimit {
-		r.next = addInstant(at, rateInterval(r.rate))
+	if r.rate == InfLimit {
+		// Every slot is due at once: the axis stays at the latest one, for
+		// the idle test above.
+		r.vAt = max(now, r.hold)
 	}
+	// No burst: a slot that the axis has passed unused is lost.
+	x := max(r.nextV, r.axisLocked(now))
+	r.nextV = x + 1
+	at := max(r.dueLocked(x), now)
+	r.lastAt = at
 	r.countSentLocked(at)
 	r.sentTotal++
-	return at
+	return x, at
+}
+
+// axisLocked returns the axis' reading at now (see AdaptiveRate's fields).
+func (r *AdaptiveRate) axisLocked(now time.Duration) float64 {
+	if now <= r.vAt || r.rate == InfLimit {
+		return r.v
+	}
+	return r.v + (now-r.vAt).Seconds()*r.rate
+}
+
+// dueLocked returns the instant at which slot x is due: when the axis
+// reaches it, and not before the Retry-After hold. Without a limit every
+// slot is due at once.
+func (r *AdaptiveRate) dueLocked(x float64) time.Duration {
+	at := r.vAt
+	if r.rate != InfLimit && x > r.v {
+		at = addInstant(at, slotsDuration(x-r.v, r.rate))
+	}
+	return max(at, r.hold)
+}
+
+// slotsDuration is the time n ≥ 0 slots take at rate, saturating; for one
+// slot it is exactly rateInterval(rate).
+func slotsDuration(n, rate float64) time.Duration {
+	d := float64(time.Second) * n / rate
+	if d >= float64(maxDuration) {
+		return maxDuration
+	}
+	return time.Duration(d)
+}
+
+// holdLocked holds every request until hold, at now: the axis stops until
+// then, at the first slot still to be sent (the earliest waiting request's,
+// or the next one to be given), which falls due when the hold ends, and
+// the slots after it keep their spacing instead of falling due together.
+func (r *AdaptiveRate) holdLocked(now, hold time.Duration) {
+	if hold <= r.hold {
+		return
+	}
+	if r.rate != InfLimit {
+		r.v, r.vAt = max(r.axisLocked(now), r.nextV-float64(r.waiting)), max(r.vAt, now, hold)
+	}
+	r.hold = hold
+	r.signalLocked()
+}
+
+// signalLocked tells the waiting requests to read their slots' instants
+// again.
+func (r *AdaptiveRate) signalLocked() {
+	r.signalled = r.rate
+	if r.changed != nil {
+		close(r.changed)
+		r.changed = nil
+	}
 }
 
 // countSentLocked counts a request sent at instant at in the measured rate.
@@ -242,7 +348,7 @@ func (r *AdaptiveRate) Throttled(retryAfter time.Duration) {
 	defer r.mu.Unlock()
 	stale := r.staleLocked(now)
 	if retryAfter > 0 {
-		r.hold = max(r.hold, addInstant(now, retryAfter))
+		r.holdLocked(now, addInstant(now, retryAfter))
 	}
 	if stale {
 		return
@@ -259,9 +365,13 @@ func (r *AdaptiveRate) Throttled(retryAfter time.Duration) {
 		base = r.rate // nothing measured yet: the rate allowed met it
 	}
 	base = min(base, r.rate)
-	if since := (now - max(r.cutAt, r.countedFrom)).Seconds() + retryAfter.Seconds(); retryAfter > 0 && r.succeeded > 0 {
+	if since := (now - max(r.cutAt, r.countedFrom)).Seconds() + max(retryAfter-time.Second, 0).Seconds(); retryAfter > 0 && r.succeeded > 0 && since > 0 {
 		// What the quota granted this client: its successes since the last
-		// cut, over the time until the quota lets it in again.
+		// cut, over the time until the quota lets it in again. A header in
+		// whole seconds says the wait is at most retryAfter, and more than a
+		// second less: its last second is left out, or a quota that refills
+		// continuously, always answered with "1", would be underestimated
+		// by a second's worth at every cut.
 		base = min(base, r.succeeded/since)
 	}
 	r.succeeded = 0
@@ -309,8 +419,15 @@ func (r *AdaptiveRate) Succeeded() {
 	if r.slowStart {
 		// Bounded by the rate requests are sent at, as the curve is below,
 		// but by four times it: the measured rate lags a rate that doubles
-		// in a second, and twice it would hold back the start itself.
+		// in a second, and twice it would hold back the start itself. A
+		// client whose requests queue in Wait is held back by the rate
+		// itself, not by its demand: its rate grows twice as fast (e² in a
+		// second), so that many goroutines sharing it reach a quota's rate
+		// before the quota's burst has gone unused.
 		v := r.rate + 1
+		if r.waiting > 0 {
+			v++
+		}
 		if r.sent > 0 {
 			v = min(v, max(4*r.sent, r.rate))
 		}
@@ -330,15 +447,32 @@ func (r *AdaptiveRate) Succeeded() {
 // (v positive and finite).
 func rateInterval(v float64) time.Duration { return time.Duration(float64(time.Second) / v) }
 
-// setRateLocked changes the rate at now: the next slot moves so that it is
-// 1/rate after the last one at the new rate.
+// setRateLocked changes the rate at now: the next slot still to be sent,
+// a waiting request's or the next one to be given, falls due 1/rate after
+// the last one sent, at the new rate, and the slots after it keep that
+// spacing. During a hold the slots keep their start, the hold's end.
 func (r *AdaptiveRate) setRateLocked(now time.Duration, v float64) {
 	v = max(v, rateMin)
-	if r.rate != InfLimit && r.next > now {
-		last := r.next - rateInterval(r.rate)
-		r.next = max(addInstant(last, rateInterval(v)), now)
-	} else if r.rate == InfLimit {
-		r.next = max(r.next, now)
+	switch {
+	case r.rate == InfLimit:
+		// Every slot given so far was due at once: the axis starts here.
+		r.v, r.vAt = r.nextV, max(now, r.hold)
+	case r.waiting == 0 && r.dueLocked(r.nextV) <= now:
+		// The next slot is free already: it stays free.
+		r.v, r.vAt = r.axisLocked(now), now
+	case r.waiting == 0:
+		// Anchor the axis at the last slot given, when it went.
+		r.v, r.vAt = r.nextV-1, r.lastAt
+	case now > r.vAt:
+		// Anchor the axis at the last slot sent, the one before the
+		// waiting requests', at the instant it fell due.
+		last := r.nextV - 1 - float64(r.waiting)
+		r.vAt = addInstant(r.vAt, slotsDuration(max(last-r.v, 0), r.rate)-slotsDuration(max(r.v-last, 0), r.rate))
+		r.v = last
 	}
+	old := r.rate
 	r.rate = v
+	if r.waiting > 0 && (v < old || v > r.signalled*(1+rateSignalStep)) {
+		r.signalLocked()
+	}
 }

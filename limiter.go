@@ -547,3 +547,32 @@ func (p *timerPool) sleep(ctx context.Context, d time.Duration) bool {
 		return false
 	}
 }
+
+// sleepOrSignal waits d, or until signal is closed, or until ctx ends; it
+// returns ctx's error in the last case and nil otherwise.
+func (p *timerPool) sleepOrSignal(ctx context.Context, d time.Duration, signal <-chan struct{}) error {
+	t, _ := p.pool.Get().(clock.Timer)
+	if t == nil {
+		t = p.clock.NewTimer(d)
+	} else {
+		t.Reset(d)
+	}
+	var err error
+	select {
+	case <-t.C():
+		p.pool.Put(t)
+		return nil
+	case <-signal:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if !t.Stop() {
+		// It fired as we were woken otherwise: drain it (see sleep).
+		select {
+		case <-t.C():
+		default:
+		}
+	}
+	p.pool.Put(t)
+	return err
+}
