@@ -115,6 +115,13 @@ const (
 	optionAttemptTimeout
 	optionMaxElapsedSinceFailure
 	optionItemTimeout
+	optionBreakerFailureRatio // the breaker's options, read by breakerOptions (breakeroptions.go)
+	optionBreakerWindow
+	optionBreakerConsecutiveFailures
+	optionBreakerOpenSchedule
+	optionBreakerProbes
+	optionBreakerStateChange
+	optionBreakerMetrics
 )
 
 // config holds every setting an Option can change. Each part of the package
