@@ -440,9 +440,11 @@ func TestRunWorkersWithABreaker(t *testing.T) {
 	fc := newQueueClock()
 	metrics := &breakerMetrics{}
 	const items = 20
+	// The worker asks the breaker before it takes an item: the 21st refusal
+	// is the one it holds while it waits for the next item.
 	allRefused := make(chan struct{})
 	b := backoff.NewBreaker(backoff.WithClock(fc), backoff.WithBreakerConsecutiveFailures(1), fixedOpen,
-		backoff.WithBreakerMetrics(refusalSignal{metrics, items, allRefused}))
+		backoff.WithBreakerMetrics(refusalSignal{metrics, items + 1, allRefused}))
 	call(t, b, errDown)
 	q := backoff.NewRateLimitingQueue[int](newQLimiter[int](func(int) time.Duration { return 2 * time.Second }), backoff.WithClock(fc),
 		backoff.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
@@ -450,12 +452,12 @@ func TestRunWorkersWithABreaker(t *testing.T) {
 		q.Add(i)
 	}
 	var handled atomic.Int64
-	allHandled := make(chan struct{})
+	reached := map[int64]chan struct{}{items - 1: make(chan struct{}), items: make(chan struct{})}
 	done := make(chan struct{})
 	go func() {
-		backoff.RunWorkers(context.Background(), q, 2, func(context.Context, int) (backoff.Result, error) {
-			if handled.Add(1) == items {
-				close(allHandled)
+		backoff.RunWorkers(context.Background(), q, 1, func(context.Context, int) (backoff.Result, error) {
+			if ch, ok := reached[handled.Add(1)]; ok {
+				close(ch)
 			}
 			return backoff.Result{}, nil
 		}, backoff.WithPacer(b))
@@ -463,9 +465,14 @@ func TestRunWorkersWithABreaker(t *testing.T) {
 	}()
 	waitFor(t, "every item to be refused", allRefused, fc)
 	assert.Zero(t, handled.Load(), "no item reached handle while the breaker was open")
-	fc.Step(2 * time.Second) // the open time, and the items' backoff
-	waitFor(t, "every item to be handled", allHandled, fc)
+	// After the open time and the items' backoff, the first item meets the
+	// refusal the worker held, and waits 2 s more; the others go through,
+	// as probes, then with the breaker closed.
+	fc.Step(2 * time.Second)
+	waitFor(t, "all items but one to be handled", reached[items-1], fc)
 	assert.Equal(t, backoff.BreakerClosed, b.State(), "the probes succeeded")
+	fc.Step(2 * time.Second)
+	waitFor(t, "every item to be handled", reached[items], fc)
 	waitForCall(t, "the queue to drain", q.ShutDownWithDrain, fc)
 	waitFor(t, "RunWorkers", done, fc)
 }
