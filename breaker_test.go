@@ -623,3 +623,69 @@ func BenchmarkBreakerAllowRecord(b *testing.B) {
 		})
 	})
 }
+
+// A breaker trips after 3 failures in a row, refuses calls while open,
+// saying when a probe may go through, and closes after a successful probe.
+func ExampleNewBreaker() {
+	clk := testingclock.NewFakeClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
+	start := clk.Now()
+	b := backoff.NewBreaker(backoff.WithClock(clk),
+		backoff.WithBreakerConsecutiveFailures(3), backoff.WithBreakerProbes(1),
+		backoff.WithBreakerOpenSchedule(backoff.Schedule{Duration: time.Second, Factor: 2, Cap: 4 * time.Second}),
+		backoff.WithBreakerStateChange(func(from, to backoff.BreakerState) {
+			fmt.Printf("%v: %v → %v\n", clk.Since(start), from, to)
+		}))
+	call := func(err error) {
+		p, refused := b.Allow()
+		if refused != nil {
+			var ra *backoff.RetryAfterError
+			if errors.As(refused, &ra) {
+				fmt.Printf("%v: refused (%v); a probe in %v\n", clk.Since(start), refused, ra.Delay)
+			}
+			return
+		}
+		p.Done(context.Background(), err) // the caller's context, and the call's error
+	}
+	for range 3 {
+		call(errors.New("connection refused"))
+	}
+	clk.Step(400 * time.Millisecond)
+	call(nil)
+	clk.Step(600 * time.Millisecond)
+	call(nil) // the probe
+	fmt.Println(b.State())
+	// Output:
+	// 0s: closed → open
+	// 400ms: refused (backoff: circuit breaker open); a probe in 600ms
+	// 1s: open → half-open
+	// 1s: half-open → closed
+	// closed
+}
+
+// With a breaker as its pacer, Retry does not spin through its attempts
+// while the breaker is open: the refusal says when a probe may go through,
+// and Retry waits until then, as for a server's Retry-After.
+func ExampleBreaker_retry() {
+	clk := testingclock.NewFakeClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
+	start := clk.Now()
+	b := backoff.NewBreaker(backoff.WithClock(clk),
+		backoff.WithBreakerOpenSchedule(backoff.Schedule{Duration: time.Second}))
+	for range 5 { // 5 failures in a row: the breaker opens for 1s
+		p, _ := b.Allow()
+		p.Done(context.Background(), errors.New("connection refused"))
+	}
+	err := backoff.Retry(context.Background(), backoff.Schedule{Duration: 10 * time.Millisecond, Steps: 5},
+		func(context.Context) error {
+			fmt.Println("called at", clk.Since(start))
+			return nil
+		}, backoff.WithPacer(b), backoff.WithClock(clk),
+		backoff.WithNotify(func(attempt int, err error, next time.Duration) {
+			fmt.Printf("attempt %d: %v; next in %v\n", attempt, err, next)
+			clk.Step(next)
+		}))
+	fmt.Println("err:", err)
+	// Output:
+	// attempt 1: backoff: circuit breaker open; next in 1s
+	// called at 1s
+	// err: <nil>
+}

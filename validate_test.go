@@ -466,8 +466,8 @@ func badInputs() []badInput {
 	return rows
 }
 
-// nopQueueMetrics, nopBudgetMetrics and nopBreakerMetrics are pointer types whose nil, passed
-// as an interface, is a typed nil.
+// nopQueueMetrics, nopBudgetMetrics and nopBreakerMetrics are pointer
+// types whose nil, passed as an interface, is a typed nil.
 type nopQueueMetrics struct{ backoff.QueueMetrics }
 type nopBudgetMetrics struct{ backoff.RetryBudgetMetrics }
 type nopBreakerMetrics struct{ backoff.BreakerMetrics }
