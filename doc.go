@@ -19,6 +19,12 @@
 // pacing through [Limiter] and [KeyedLimiter]; load shedding through
 // [RetryBudget]. The Examples show each on a fake clock.
 //
+// A [Breaker] stops calls to a downstream that keeps failing, and lets a
+// few probes through to learn when it has recovered. Passed with
+// [WithPacer] to Retry, [RunWorkers] or httpretry, it refuses attempts while
+// open, and Retry waits until the next probe may go through instead of
+// spending its attempts.
+//
 // # Four kinds of "backoff"
 //
 // Four things here speak of backoff, after the Kubernetes names they keep:
