@@ -101,8 +101,10 @@ func FuzzBreakerInvariants(f *testing.F) {
 			Jitter:   float64(jitterPct%100) / 100,
 		}
 		// The longest open time: the schedule's longest wait (its cap, or
-		// what 64 trips reach), jittered, or the longest hint.
-		longest := s.Delay(64)
+		// what one trip per op reaches) fully jittered, or the longest hint.
+		unjittered := s
+		unjittered.Jitter = 0
+		longest := unjittered.Delay(len(ops) + 1)
 		longest = max(addDuration(longest, scaleDuration(longest, s.Jitter)), DefaultMaxRetryAfter)
 		n := int(probes%5) + 1
 		var b *Breaker
