@@ -134,19 +134,6 @@ type Breaker struct {
 
 type breakerChange struct{ from, to BreakerState }
 
-// BreakerMetrics receives what a [Breaker] does, for a metrics library;
-// pass it with [WithBreakerMetrics]. The state itself is the to of the
-// latest change (the breaker starts closed), or [Breaker.State].
-type BreakerMetrics interface {
-	// ObserveStateChange counts a change of state. It is called like
-	// [WithBreakerStateChange]'s function: once per change, in order, never
-	// concurrently with itself, with no lock held.
-	ObserveStateChange(from, to BreakerState)
-	// IncRejected counts a call the breaker refused. It is called on the
-	// refused caller's goroutine, with no lock held, possibly concurrently.
-	IncRejected()
-}
-
 // NewBreaker returns a closed [Breaker]. Without options it trips when half
 // of the outcomes of the last 10 seconds are failures and there are at least
 // 20, or after 5 failures in a row; it stays open 1 s after a first trip,
@@ -409,51 +396,6 @@ func (b *Breaker) setStateLocked(to BreakerState) uint64 {
 		b.pending = append(b.pending, breakerChange{from, to})
 	}
 	return w
-}
-
-// deliver hands the pending changes of state to onChange and metrics, in
-// order, with no lock held, unless another goroutine is doing so already:
-// that one delivers them after its own. So changes are delivered once each,
-// in order, never concurrently, and a function that calls back into the
-// breaker (and changes its state) does not deadlock: its change waits in
-// pending until it returns.
-func (b *Breaker) deliver() {
-	if b.onChange == nil && b.metrics == nil {
-		return
-	}
-	b.mu.Lock()
-	if b.delivering || len(b.pending) == 0 {
-		b.mu.Unlock()
-		return
-	}
-	b.delivering = true
-	b.mu.Unlock()
-	delivered := false
-	defer func() {
-		if !delivered { // a function panicked: the next change delivers the rest
-			b.mu.Lock()
-			b.delivering = false
-			b.mu.Unlock()
-		}
-	}()
-	for {
-		b.mu.Lock()
-		if len(b.pending) == 0 {
-			b.delivering = false
-			b.mu.Unlock()
-			delivered = true
-			return
-		}
-		c := b.pending[0]
-		b.pending = append(b.pending[:0], b.pending[1:]...)
-		b.mu.Unlock()
-		if b.metrics != nil {
-			b.metrics.ObserveStateChange(c.from, c.to)
-		}
-		if b.onChange != nil {
-			b.onChange(c.from, c.to)
-		}
-	}
 }
 
 // now returns the time since the breaker's epoch, never negative.

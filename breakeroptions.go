@@ -140,10 +140,68 @@ func WithBreakerStateChange(fn func(from, to BreakerState)) Option {
 	return valueOption(optionBreakerStateChange, fn)
 }
 
+// BreakerMetrics receives what a [Breaker] does, for a metrics library;
+// pass it with [WithBreakerMetrics]. The state itself is the to of the
+// latest change (the breaker starts closed), or [Breaker.State].
+type BreakerMetrics interface {
+	// ObserveStateChange counts a change of state. It is called like
+	// [WithBreakerStateChange]'s function: once per change, in order, never
+	// concurrently with itself, with no lock held.
+	ObserveStateChange(from, to BreakerState)
+	// IncRejected counts a call the breaker refused. It is called on the
+	// refused caller's goroutine, with no lock held, possibly concurrently.
+	IncRejected()
+}
+
 // WithBreakerMetrics makes a [Breaker] report its changes of state and its
 // refusals to m (see [BreakerMetrics]). The default is no reporting. It
 // panics if m is nil, a typed nil included.
 func WithBreakerMetrics(m BreakerMetrics) Option {
 	mustNotBeNil("WithBreakerMetrics", "m", isNilValue(m))
 	return valueOption(optionBreakerMetrics, m)
+}
+
+// deliver hands the pending changes of state to onChange and metrics, in
+// order, with no lock held, unless another goroutine is doing so already:
+// that one delivers them after its own. So changes are delivered once each,
+// in order, never concurrently, and a function that calls back into the
+// breaker (and changes its state) does not deadlock: its change waits in
+// pending until it returns.
+func (b *Breaker) deliver() {
+	if b.onChange == nil && b.metrics == nil {
+		return
+	}
+	b.mu.Lock()
+	if b.delivering || len(b.pending) == 0 {
+		b.mu.Unlock()
+		return
+	}
+	b.delivering = true
+	b.mu.Unlock()
+	delivered := false
+	defer func() {
+		if !delivered { // a function panicked: the next change delivers the rest
+			b.mu.Lock()
+			b.delivering = false
+			b.mu.Unlock()
+		}
+	}()
+	for {
+		b.mu.Lock()
+		if len(b.pending) == 0 {
+			b.delivering = false
+			b.mu.Unlock()
+			delivered = true
+			return
+		}
+		c := b.pending[0]
+		b.pending = append(b.pending[:0], b.pending[1:]...)
+		b.mu.Unlock()
+		if b.metrics != nil {
+			b.metrics.ObserveStateChange(c.from, c.to)
+		}
+		if b.onChange != nil {
+			b.onChange(c.from, c.to)
+		}
+	}
 }
