@@ -229,6 +229,20 @@ func TestBreakerRetryAfterHintExtendsTheOpenTime(t *testing.T) {
 	assert.Equal(t, 10*time.Second, openFor(t, b), "a hint that arrives while open extends the open time")
 }
 
+// TestBreakerProbeFailureWithAHintReopensForTheHint: a failed probe's
+// Retry-After hint is an open time too.
+func TestBreakerProbeFailureWithAHintReopensForTheHint(t *testing.T) {
+	clk := testingclock.NewFakeClock(epoch)
+	b := backoff.NewBreaker(backoff.WithClock(clk), backoff.WithBreakerConsecutiveFailures(1), fixedOpen)
+	call(t, b, errDown)
+	clk.Step(time.Second)
+	require.True(t, call(t, b, backoff.RetryAfter(20*time.Second, errDown)))
+	assert.Equal(t, 20*time.Second, openFor(t, b))
+	clk.Step(20 * time.Second)
+	require.True(t, call(t, b, errDown))
+	assert.Equal(t, 4*time.Second, openFor(t, b), "the third trip in a row")
+}
+
 // TestBreakerHalfOpenAdmitsNProbes: at most n probes at once; n successes
 // close the breaker; a probe the caller gave up on frees its place; a
 // failure reopens it.
@@ -616,7 +630,8 @@ func BenchmarkBreakerAllowRecord(b *testing.B) {
 			for pb.Next() {
 				p, err := br.Allow()
 				if err != nil {
-					b.Fatal(err)
+					b.Error(err) // not Fatal: this is not the benchmark's goroutine
+					return
 				}
 				p.Done(ctx, nil)
 			}
