@@ -72,9 +72,10 @@
 // Outside the domain are: a nil function, context, interface or pointer (a
 // typed nil included); a negative duration, and a zero one for a first delay
 // or a window; a NaN, infinite or negative number (a factor, a ratio, a
-// rate), and a limiter's rate of 0; a negative count, and one below 1 for a
-// burst, a concurrency limit or a number of workers; and a maximum below its
-// minimum.
+// rate), a limiter's rate of 0, and a breaker's failure ratio of 0 or above
+// 1; a negative count, and one below 1 for a burst, a concurrency limit, a
+// number of workers or of probes, or a minimum of requests; and a maximum
+// below its minimum.
 // The helpers that take a function ([Retry], [Until] and the other loop
 // helpers, the poll functions, [ExponentialBackoff], [OnError],
 // [RunWorkers]) panic at the call, before anything runs, on a nil function,
