@@ -19,6 +19,12 @@
 // pacing through [Limiter] and [KeyedLimiter]; load shedding through
 // [RetryBudget]. The Examples show each on a fake clock.
 //
+// A [Breaker] stops calls to a downstream that keeps failing, and lets a
+// few probes through to learn when it has recovered. Passed with
+// [WithPacer] to Retry, [RunWorkers] or httpretry, it refuses attempts while
+// open, and Retry waits until the next probe may go through instead of
+// spending its attempts.
+//
 // # Four kinds of "backoff"
 //
 // Four things here speak of backoff, after the Kubernetes names they keep:
@@ -66,9 +72,10 @@
 // Outside the domain are: a nil function, context, interface or pointer (a
 // typed nil included); a negative duration, and a zero one for a first delay
 // or a window; a NaN, infinite or negative number (a factor, a ratio, a
-// rate), and a limiter's rate of 0; a negative count, and one below 1 for a
-// burst, a concurrency limit or a number of workers; and a maximum below its
-// minimum.
+// rate), a limiter's rate of 0, and a breaker's failure ratio of 0 or above
+// 1; a negative count, and one below 1 for a burst, a concurrency limit, a
+// number of workers or of probes, or a minimum of requests; and a maximum
+// below its minimum.
 // The helpers that take a function ([Retry], [Until] and the other loop
 // helpers, the poll functions, [ExponentialBackoff], [OnError],
 // [RunWorkers]) panic at the call, before anything runs, on a nil function,

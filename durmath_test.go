@@ -226,7 +226,7 @@ var optionTable = []struct {
 		"NewExponentialBackoffManager", "NewJitteredBackoffManager", "Retry", "RetryValue", "OnError",
 		"ExponentialBackoff", "ExponentialBackoffWithContext", "PollUntilContextCancel", "PollUntilContextTimeout",
 		"Forever", "Until", "UntilWithContext", "NonSlidingUntil", "NonSlidingUntilWithContext", "JitterUntil",
-		"JitterUntilWithContext", "NewAdaptiveLimiter", "NewAdaptiveRate", "NewThrottler",
+		"JitterUntilWithContext", "NewAdaptiveLimiter", "NewAdaptiveRate", "NewThrottler", "NewBreaker",
 	}, "BackoffUntil and BackoffUntilWithContext wait on their manager's clock"},
 	{[]string{"WithExpiry"}, []string{"NewBackOff", "NewBackOffWithJitter"}, ""},
 	{[]string{"WithRequeueJitter"}, []string{
@@ -251,6 +251,8 @@ var optionTable = []struct {
 	{[]string{"WithInitialRate"}, []string{"NewAdaptiveRate"}, ""},
 	{[]string{"WithPacer"}, []string{"Retry", "RetryValue", "RunWorkers"}, "and httpretry's Transport, through Retry"},
 	{[]string{"WithItemTimeout"}, []string{"RunWorkers"}, ""},
+	{[]string{"WithBreakerFailureRatio", "WithBreakerWindow", "WithBreakerProbes", "WithBreakerOpenSchedule",
+		"WithBreakerStateChange", "WithBreakerMetrics", "WithBreakerConsecutiveFailures"}, []string{"NewBreaker"}, ""},
 }
 
 var updateOptionTable = flag.Bool("update-option-table", false, "rewrite Option's doc comment from optionTable")

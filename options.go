@@ -36,9 +36,9 @@ import (
 //	                        Forever, Until, UntilWithContext, NonSlidingUntil,
 //	                        NonSlidingUntilWithContext, JitterUntil,
 //	                        JitterUntilWithContext, NewAdaptiveLimiter,
-//	                        NewAdaptiveRate, NewThrottler (BackoffUntil and
-//	                        BackoffUntilWithContext wait on their manager's
-//	                        clock)
+//	                        NewAdaptiveRate, NewThrottler, NewBreaker
+//	                        (BackoffUntil and BackoffUntilWithContext wait on
+//	                        their manager's clock)
 //	WithExpiry              NewBackOff, NewBackOffWithJitter
 //	WithRequeueJitter       NewItemExponentialFailureRateLimiter,
 //	                        NewItemFastSlowRateLimiter,
@@ -74,6 +74,13 @@ import (
 //	WithPacer               Retry, RetryValue, RunWorkers (and httpretry's
 //	                        Transport, through Retry)
 //	WithItemTimeout         RunWorkers
+//	WithBreakerFailureRatio, NewBreaker
+//	WithBreakerWindow,
+//	WithBreakerProbes,
+//	WithBreakerOpenSchedule,
+//	WithBreakerStateChange,
+//	WithBreakerMetrics,
+//	WithBreakerConsecutiveFailures
 //
 // [Jitter], [NewMaxOfRateLimiter] and [NewWithMaxWaitRateLimiter] take no
 // options.
@@ -115,6 +122,13 @@ const (
 	optionAttemptTimeout
 	optionMaxElapsedSinceFailure
 	optionItemTimeout
+	optionBreakerFailureRatio // the breaker's options, read by breakerOptions (breakeroptions.go)
+	optionBreakerWindow
+	optionBreakerConsecutiveFailures
+	optionBreakerOpenSchedule
+	optionBreakerProbes
+	optionBreakerStateChange
+	optionBreakerMetrics
 )
 
 // config holds every setting an Option can change. Each part of the package

@@ -33,19 +33,25 @@ var ErrOverloaded = errors.New("backoff: downstream overloaded")
 //     once with [ErrThrottled], without reaching the downstream; the
 //     outcome is Recorded as accepted unless it was an overload signal, a
 //     timeout or a network error.
+//   - *[Breaker]: a circuit breaker; an attempt it refuses fails at once
+//     with [ErrBreakerOpen], without reaching the downstream, carrying the
+//     time until a probe may go through as a [RetryAfter] hint, which
+//     [Retry] waits; the outcome is counted as the Breaker's doc says.
 //
 // The outcome of an attempt is read from its error: nil is a success;
 // [ErrOverloaded] in the chain, or a [RetryAfter] hint, is an overload
 // signal; an error in the chain with a Timeout() bool method (a net.Error,
 // context.DeadlineExceeded) is a timeout or a network error. An attempt cut
 // short because the caller's context ended says nothing about the
-// downstream. Pacing allocates nothing.
+// downstream. Pacing allocates nothing, but for the error of a Breaker's
+// refusal while it is open.
 //
-// Pacer is implemented by the four types above only: its method is
+// Pacer is implemented by the five types above only: its method is
 // unexported.
 type Pacer interface {
 	// startAttempt waits until an attempt may start, or ctx ends, and
-	// returns the attempt's pacing; an error is ctx's, or ErrThrottled.
+	// returns the attempt's pacing; an error is ctx's, ErrThrottled, or a
+	// breaker's refusal.
 	startAttempt(ctx context.Context) (pacing, error)
 }
 
@@ -58,11 +64,12 @@ func WithPacer(p Pacer) Option {
 }
 
 // pacing is one attempt that a Pacer let start: the permit it holds (an
-// AdaptiveLimiter's), or the pacer to report the outcome to.
+// AdaptiveLimiter's or a Breaker's), or the pacer to report the outcome to.
 type pacing struct {
 	permit    Permit
 	rate      *AdaptiveRate
 	throttler *Throttler
+	breaker   BreakerPermit
 }
 
 // outcome is what an attempt's error says to a pacer.
@@ -120,6 +127,10 @@ func (p *pacing) finish(o outcome, retryAfter time.Duration) {
 	case p.throttler != nil:
 		// Record(false) counts nothing: only an acceptance is recorded.
 		p.throttler.Record(o == outcomeSuccess || o == outcomeOther)
+	case p.breaker.b != nil:
+		b := p.breaker
+		p.breaker = BreakerPermit{}
+		b.b.finish(b.gen, b.probe, o, retryAfter)
 	}
 }
 
@@ -170,9 +181,10 @@ func walkChain(err error, match func(error) bool) bool {
 // pacedAttempt runs fn as one attempt paced by p: it waits for p, runs fn,
 // and reports fn's outcome, even if fn panics. A wait that ends with ctx
 // returns ctx's error and started false, without calling fn; a Throttler's
-// rejection returns ErrThrottled and started true without calling fn (an
-// attempt that failed at once). With a timeout > 0, fn runs under a context
-// that also ends timeout after p admits the attempt, on clk.
+// rejection returns ErrThrottled, and a Breaker's refusal its error, with
+// started true and without calling fn (an attempt that failed at once).
+// With a timeout > 0, fn runs under a context that also ends timeout after
+// p admits the attempt, on clk.
 func pacedAttempt(ctx context.Context, p Pacer, fn func(context.Context) error, clk clock.WithDelayedExecution, timeout time.Duration) (err error, started bool) {
 	pc, err := p.startAttempt(ctx)
 	if err != nil {
@@ -219,4 +231,13 @@ func (t *Throttler) startAttempt(context.Context) (pacing, error) {
 		return pacing{}, ErrThrottled
 	}
 	return pacing{throttler: t}, nil
+}
+
+// startAttempt asks whether the attempt may go out.
+func (b *Breaker) startAttempt(context.Context) (pacing, error) {
+	p, err := b.Allow()
+	if err != nil {
+		return pacing{}, err
+	}
+	return pacing{breaker: p}, nil
 }

@@ -76,6 +76,7 @@ func badInputs() []badInput {
 	var nilMetrics *nopQueueMetrics
 	var nilPacer *backoff.Limiter
 	var nilBudgetMetrics *nopBudgetMetrics
+	var nilBreakerMetrics *nopBreakerMetrics
 	fake := func() *testclock.FakeClock { return testclock.NewFakeClock(time.Unix(0, 0)) }
 
 	rows := []badInput{
@@ -410,6 +411,36 @@ func badInputs() []badInput {
 		panicsOn("NewThrottler", "window", "0", "window must be positive, got 0s", func() { backoff.NewThrottler(2, 0) }),
 		panicsOn("NewThrottler", "window", "-1s", "window must be positive, got -1s", func() { backoff.NewThrottler(2, -time.Second) }),
 
+		// Breaker.
+		panicsOn("WithBreakerFailureRatio", "ratio", "NaN", "ratio must be in (0, 1], got NaN", func() { backoff.WithBreakerFailureRatio(nan, 20) }),
+		panicsOn("WithBreakerFailureRatio", "ratio", "-1", "ratio must be in (0, 1], got -1", func() { backoff.WithBreakerFailureRatio(-1, 20) }),
+		panicsOn("WithBreakerFailureRatio", "ratio", "+Inf", "ratio must be in (0, 1], got +Inf", func() { backoff.WithBreakerFailureRatio(inf, 20) }),
+		panicsOn("WithBreakerFailureRatio", "ratio", "0", "ratio must be in (0, 1], got 0", func() { backoff.WithBreakerFailureRatio(0, 20) }),
+		panicsOn("WithBreakerFailureRatio", "ratio", "1.5", "ratio must be in (0, 1], got 1.5", func() { backoff.WithBreakerFailureRatio(1.5, 20) }),
+		panicsOn("WithBreakerFailureRatio", "minRequests", "-1", "minRequests must be at least 1, got -1", func() { backoff.WithBreakerFailureRatio(0.5, -1) }),
+		panicsOn("WithBreakerFailureRatio", "minRequests", "0", "minRequests must be at least 1, got 0", func() { backoff.WithBreakerFailureRatio(0.5, 0) }),
+		panicsOn("WithBreakerWindow", "d", "-1s", "d must be positive, got -1s", func() { backoff.WithBreakerWindow(-time.Second) }),
+		panicsOn("WithBreakerWindow", "d", "0", "d must be positive, got 0s", func() { backoff.WithBreakerWindow(0) }),
+		panicsOn("WithBreakerWindow", "d", "5ns", "d must be at least 10ns, got 5ns", func() { backoff.WithBreakerWindow(5) }),
+		panicsOn("WithBreakerConsecutiveFailures", "n", "-1", "n must not be negative, got -1", func() { backoff.WithBreakerConsecutiveFailures(-1) }),
+		panicsOn("WithBreakerProbes", "n", "0", "n must be at least 1, got 0", func() { backoff.WithBreakerProbes(0) }),
+		panicsOn("WithBreakerProbes", "n", "-1", "n must be at least 1, got -1", func() { backoff.WithBreakerProbes(-1) }),
+		panicsOn("WithBreakerOpenSchedule", "s", "Duration 0", "s.Duration must be positive, got 0s", func() {
+			backoff.WithBreakerOpenSchedule(backoff.Schedule{Factor: 2})
+		}),
+		panicsOn("WithBreakerOpenSchedule", "s", "Duration -1s", "s.Duration must be positive, got -1s", func() {
+			backoff.WithBreakerOpenSchedule(backoff.Schedule{Duration: -time.Second})
+		}),
+		panicsOn("WithBreakerOpenSchedule", "s", "Jitter 11", "s.Jitter must be at most 10, got 11", func() {
+			backoff.WithBreakerOpenSchedule(backoff.Schedule{Duration: time.Second, Jitter: 11})
+		}),
+		panicsOn("WithBreakerOpenSchedule", "s", "Factor +Inf, no Cap", "s.Factor must be finite when s.Cap is not set, got +Inf", func() {
+			backoff.WithBreakerOpenSchedule(backoff.Schedule{Duration: time.Second, Factor: inf})
+		}),
+		nilPanics("WithBreakerStateChange", "fn", func() { backoff.WithBreakerStateChange(nil) }),
+		nilPanics("WithBreakerMetrics", "m", func() { backoff.WithBreakerMetrics(nil) }),
+		panicsOn("WithBreakerMetrics", "m", "typed nil", "m must not be nil, got <nil>", func() { backoff.WithBreakerMetrics(nilBreakerMetrics) }),
+
 		// httpretry.
 		panicsOn("httpretry.NewTransport", "s", "Jitter 11", "s.Jitter must be at most 10, got 11", func() {
 			httpretry.NewTransport(nil, backoff.Schedule{Duration: 1, Steps: 2, Jitter: 11})
@@ -435,10 +466,11 @@ func badInputs() []badInput {
 	return rows
 }
 
-// nopQueueMetrics and nopBudgetMetrics are pointer types whose nil, passed
-// as an interface, is a typed nil.
+// nopQueueMetrics, nopBudgetMetrics and nopBreakerMetrics are pointer
+// types whose nil, passed as an interface, is a typed nil.
 type nopQueueMetrics struct{ backoff.QueueMetrics }
 type nopBudgetMetrics struct{ backoff.RetryBudgetMetrics }
+type nopBreakerMetrics struct{ backoff.BreakerMetrics }
 
 // TestBadInputsBehaveAsDocumented walks the bad-input list: every row does
 // what it says (the panic message, or the documented meaning of an accepted

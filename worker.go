@@ -113,8 +113,9 @@ func (p *handlerPanic) Error() string { return fmt.Sprintf("backoff: handler pan
 // items processed at once follows the limiter's limit (at most workers),
 // and the items wait in the queue, not in goroutines; an error that
 // carries a [RetryAfter] hint or wraps [ErrOverloaded] lowers the limit.
-// An item that a [Throttler] rejects is not handed to handle: it fails
-// with [ErrThrottled] and is requeued with backoff.
+// An item that a [Throttler] or a [Breaker] rejects is not handed to
+// handle: it fails with [ErrThrottled] or [ErrBreakerOpen] and is requeued
+// with the queue's backoff.
 //
 // [WithItemTimeout] gives each call of handle a context that ends d after
 // the item is handed over, on q's clock, and [WithRequeueJitter] spreads
