@@ -251,6 +251,8 @@ var optionTable = []struct {
 	{[]string{"WithInitialRate"}, []string{"NewAdaptiveRate"}, ""},
 	{[]string{"WithPacer"}, []string{"Retry", "RetryValue", "RunWorkers"}, "and httpretry's Transport, through Retry"},
 	{[]string{"WithItemTimeout"}, []string{"RunWorkers"}, ""},
+	{[]string{"WithHedge", "WithMaxHedges", "WithHedgeDelay"}, []string{"Retry", "RetryValue"}, "httpretry's Transport does not hedge"},
+	{[]string{"WithHedgeRelease"}, []string{"RetryValue"}, ""},
 }
 
 var updateOptionTable = flag.Bool("update-option-table", false, "rewrite Option's doc comment from optionTable")

@@ -74,6 +74,10 @@ import (
 //	WithPacer               Retry, RetryValue, RunWorkers (and httpretry's
 //	                        Transport, through Retry)
 //	WithItemTimeout         RunWorkers
+//	WithHedge,              Retry, RetryValue (httpretry's Transport does not
+//	WithMaxHedges,          hedge)
+//	WithHedgeDelay
+//	WithHedgeRelease        RetryValue
 //
 // [Jitter], [NewMaxOfRateLimiter] and [NewWithMaxWaitRateLimiter] take no
 // options.
@@ -115,6 +119,10 @@ const (
 	optionAttemptTimeout
 	optionMaxElapsedSinceFailure
 	optionItemTimeout
+	optionHedge
+	optionMaxHedges
+	optionHedgeDelay
+	optionHedgeRelease
 )
 
 // config holds every setting an Option can change. Each part of the package
@@ -213,6 +221,14 @@ func (c *config) apply(opts []Option) {
 			c.retry.pacer, _ = o.v.(Pacer)
 		case optionInitialRate:
 			c.limits.initialRate = math.Float64frombits(uint64(o.n))
+		case optionHedge:
+			c.retry.hedge.delay = time.Duration(o.n)
+		case optionMaxHedges:
+			c.retry.hedge.max = int(o.n)
+		case optionHedgeDelay:
+			c.retry.hedge.learned, _ = o.v.(*HedgeDelay)
+		case optionHedgeRelease:
+			c.retry.hedge.release, _ = o.v.(func(any))
 		}
 	}
 }

@@ -28,6 +28,7 @@ type retryConfig struct {
 	maxRetryAfter time.Duration
 	ignoreHints   bool
 	pacer         Pacer // WithPacer's; also read by RunWorkers
+	hedge         hedgeConfig
 }
 
 func init() {
@@ -239,6 +240,14 @@ func WithRetryable(retryable func(error) bool) Option {
 func Retry(ctx context.Context, s Schedule, fn func(context.Context) error, opts ...Option) error {
 	mustNotBeNil("Retry", "ctx", ctx == nil)
 	mustNotBeNil("Retry", "fn", fn == nil)
+	_, err := retry(ctx, s, fn, hedgeFn{fn: fn}, opts)
+	return err
+}
+
+// retry is Retry, for Retry and RetryValue: fn makes the attempts on the
+// caller's goroutine, h the hedges (see hedgedAttempt).
+func retry(ctx context.Context, s Schedule, fn func(context.Context) error, h hedgeFn, opts []Option) (roundResult, error) {
+	var out roundResult
 	s = retrySchedule(s)
 	var cfg config
 	cfg.apply(opts)
@@ -253,24 +262,32 @@ func Retry(ctx context.Context, s Schedule, fn func(context.Context) error, opts
 	var t clock.Timer
 	defer stopTimer(&t)
 	var last error
+	hedges := 0 // hedges sent so far, which RetryError.Attempts counts
 	for attempt := 1; ; attempt++ {
 		// Attempt: never once ctx is done. The first counts as a request of
 		// the budget.
 		if err := ctx.Err(); err != nil {
-			return stoppedByContext(ctx, attempt-1, last)
+			return out, stoppedByContext(ctx, attempt-1+hedges, last)
 		}
 		if attempt == 1 {
 			if rc.minAttempt > 0 && deadlineTooClose(ctx, 0, rc.minAttempt) {
-				return &RetryError{Reason: ErrDeadlineWouldPass}
+				return out, &RetryError{Reason: ErrDeadlineWouldPass}
 			}
 			gate.request(0)
 		}
 		var err error
 		switch {
+		case rc.hedge.delay > 0:
+			out = hedgedAttempt(ctx, fn, h, rc, clk, gate.budget)
+			hedges += out.hedges
+			if !out.started {
+				return out, stoppedByContext(ctx, attempt-1+hedges, last) // ctx ended while waiting for the pacer
+			}
+			err = out.err
 		case rc.pacer != nil:
 			var started bool
 			if err, started = pacedAttempt(ctx, rc.pacer, fn, clk, rc.attemptTimeout); !started {
-				return stoppedByContext(ctx, attempt-1, last) // ctx ended while waiting for the pacer
+				return out, stoppedByContext(ctx, attempt-1, last) // ctx ended while waiting for the pacer
 			}
 		case rc.attemptTimeout > 0:
 			actx := withAttemptTimeout(ctx, clk, rc.attemptTimeout)
@@ -280,7 +297,7 @@ func Retry(ctx context.Context, s Schedule, fn func(context.Context) error, opts
 			err = fn(ctx)
 		}
 		if err == nil {
-			return nil
+			return out, nil
 		}
 		last = err
 		if attempt == 1 && rc.sinceFailure && rc.maxElapsed > 0 {
@@ -291,13 +308,13 @@ func Retry(ctx context.Context, s Schedule, fn func(context.Context) error, opts
 		// returned it; an end of ctx or of the attempts stops here.
 		permanent, hint, hinted := inspectError(err)
 		if permanent || (rc.retryable != nil && !rc.retryable(err)) {
-			return err
+			return out, err
 		}
 		if ctx.Err() != nil {
-			return stoppedByContext(ctx, attempt, err)
+			return out, stoppedByContext(ctx, attempt+hedges, err)
 		}
 		if s.Steps > 0 && attempt >= s.Steps {
-			return &RetryError{Attempts: attempt, Last: err, Reason: ErrAttemptsExhausted}
+			return out, &RetryError{Attempts: attempt + hedges, Last: err, Reason: ErrAttemptsExhausted}
 		}
 
 		// Wait: the schedule's, or the error's hint; with an elapsed-time
@@ -310,20 +327,20 @@ func Retry(ctx context.Context, s Schedule, fn func(context.Context) error, opts
 		if rc.maxElapsed > 0 {
 			elapsed = clk.Since(start)
 			if addDuration(elapsed, wait) > rc.maxElapsed {
-				return &RetryError{Attempts: attempt, Last: err, Reason: ErrMaxElapsedTime}
+				return out, &RetryError{Attempts: attempt + hedges, Last: err, Reason: ErrMaxElapsedTime}
 			}
 		}
 
 		// Deadline: no wait that would end at or after ctx's, nor one that
 		// leaves the next attempt less than WithMinAttemptTime.
 		if deadlineTooClose(ctx, wait, rc.minAttempt) {
-			return &RetryError{Attempts: attempt, Last: err, Reason: ErrDeadlineWouldPass}
+			return out, &RetryError{Attempts: attempt + hedges, Last: err, Reason: ErrDeadlineWouldPass}
 		}
 
 		// Gate: the retry budget, if any, must allow the retry. It decides
 		// at the reading just taken, if any.
 		if !gate.retry(elapsed) {
-			return refused(attempt, err)
+			return out, refused(attempt+hedges, err)
 		}
 
 		// Sleep: the timer is set before notify runs, so that a test may
@@ -338,7 +355,7 @@ func Retry(ctx context.Context, s Schedule, fn func(context.Context) error, opts
 		if tick != nil {
 			select {
 			case <-ctx.Done():
-				return stoppedByContext(ctx, attempt, err)
+				return out, stoppedByContext(ctx, attempt+hedges, err)
 			case <-tick:
 			}
 		}
@@ -383,14 +400,26 @@ func stoppedByContext(ctx context.Context, attempts int, last error) error {
 func RetryValue[T any](ctx context.Context, s Schedule, fn func(context.Context) (T, error), opts ...Option) (T, error) {
 	mustNotBeNil("RetryValue", "ctx", ctx == nil)
 	mustNotBeNil("RetryValue", "fn", fn == nil)
+	// The first attempt of each round writes v on this goroutine; a hedge's
+	// value comes back in out (see hedgedAttempt), so no two attempts
+	// write one variable.
 	var v T
-	err := Retry(ctx, s, func(ctx context.Context) error {
+	out, err := retry(ctx, s, func(ctx context.Context) error {
 		r, err := fn(ctx)
 		if err == nil {
 			v = r
 		}
 		return err
-	}, opts...)
+	}, hedgeFn{value: valueFunc[T](fn)}, opts)
+	if out.lateValue {
+		if out.release != nil {
+			out.release(v)
+		}
+		v = *new(T)
+	}
+	if out.hedgeWon {
+		v, _ = out.value.(T) // a nil value of an interface type T stays nil
+	}
 	return v, err
 }
 

@@ -118,6 +118,10 @@ func newTransport(where string, base http.RoundTripper, s backoff.Schedule, opts
 	if t.attemptTimeout, t.attemptContext = optionhook.AttemptTimeout(opts); t.attemptTimeout > 0 {
 		t.opts = append(slices.Clip(opts), backoff.WithAttemptTimeout(0))
 	}
+	// The Transport sends one attempt at a time: its attempts share the
+	// request's state, so Retry's hedges, which run beside the attempt they
+	// hedge, are turned off.
+	t.opts = append(slices.Clip(t.opts), backoff.WithHedge(0))
 	return t
 }
 
