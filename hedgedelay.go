@@ -47,9 +47,9 @@ const (
 	// hedgeDelayHalving is how often, in latencies, every count is halved.
 	hedgeDelayHalving = 1000
 
-	hedgeMinExp  = 10                                  // the first octave starts at 2^10 ns (about 1µs)
-	hedgeMaxExp  = 37                                  // the last ends at 2^37 ns (about 137 s)
-	hedgeSubBits = 3                                   // 8 buckets per octave
+	hedgeMinExp  = 10                                          // the first octave starts at 2^10 ns (about 1µs)
+	hedgeMaxExp  = 37                                          // the last ends at 2^37 ns (about 137 s)
+	hedgeSubBits = 3                                           // 8 buckets per octave
 	hedgeBuckets = (hedgeMaxExp-hedgeMinExp)<<hedgeSubBits + 2 // plus one below, one above
 )
 
