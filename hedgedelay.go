@@ -18,10 +18,10 @@ import (
 //
 // It keeps a histogram of latencies in fixed buckets, eight per doubling
 // (each about 9% wide) from 1µs to about 137 s, with one bucket for
-// anything shorter and one for anything longer. Every 1000 latencies it
-// halves every bucket, so that the latest thousand weigh fully and older
-// ones half as much per thousand since: after a change of the downstream,
-// the quantile follows within a few thousand attempts. Every 16 latencies
+// anything shorter and one for anything longer. Every 1024 latencies it
+// halves every bucket, so that the latest 1024 weigh fully and older ones
+// half as much per 1024 since: after a change of the downstream, the
+// quantile follows within a few thousand attempts. Every 16 latencies
 // it recomputes the quantile, interpolated within its bucket, so that
 // [HedgeDelay.Delay] is one atomic load. [HedgeDelay.Observe] is a few
 // atomic additions, with no lock and no allocation; its memory is fixed,
@@ -44,8 +44,15 @@ const (
 	// hedgeDelayRecompute is how often, in latencies, the quantile is
 	// recomputed from the histogram (a power of two).
 	hedgeDelayRecompute = 16
-	// hedgeDelayHalving is how often, in latencies, every count is halved.
-	hedgeDelayHalving = 1000
+	// hedgeDelayUnit is what one latency adds to its bucket: counts are
+	// fixed-point, so that halving a bucket of one latency leaves half of
+	// it rather than nothing, which would wear the tail away. A bucket holds
+	// at most about 2·hedgeDelayHalving latencies, far below overflow.
+	hedgeDelayUnit = 256
+	// hedgeDelayHalving is how often, in latencies, every count is halved:
+	// a multiple of hedgeDelayRecompute, so that the quantile is recomputed
+	// right after each halving.
+	hedgeDelayHalving = 1024
 
 	hedgeMinExp  = 10                                          // the first octave starts at 2^10 ns (about 1µs)
 	hedgeMaxExp  = 37                                          // the last ends at 2^37 ns (about 137 s)
@@ -79,7 +86,7 @@ func NewHedgeDelay(quantile float64, floor, ceiling time.Duration) *HedgeDelay {
 // measured elsewhere. A negative latency counts as 0. It does not allocate
 // and never blocks.
 func (h *HedgeDelay) Observe(latency time.Duration) {
-	h.counts[hedgeBucket(latency)].Add(1)
+	h.counts[hedgeBucket(latency)].Add(hedgeDelayUnit)
 	n := h.seen.Add(1)
 	// Exactly one observer sees each multiple, so halving and recomputing
 	// are never run twice for one step. A count added while the halving
