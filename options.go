@@ -271,7 +271,8 @@ func nameOption(k optionKind, s string) Option {
 //
 //	Retry, ExponentialBackoff*, OnError   1 timer, during each wait (none for a wait of 0);
 //	                                      with WithAttemptTimeout, 1 AfterFunc during
-//	                                      each attempt
+//	                                      each attempt; with WithHedge, 1 AfterFunc
+//	                                      during each attempt and each hedge but the last
 //	PollUntilContextCancel                1 timer, during each wait
 //	PollUntilContextTimeout               1 AfterFunc for the timeout, for the whole call,
 //	                                      plus 1 timer during each wait: HasWaiters is

@@ -64,7 +64,7 @@ var ErrMaxElapsedTime = errors.New("backoff: elapsed-time budget spent")
 // has: a nil Last or Reason is left out of the message and of Unwrap.
 type RetryError struct {
 	// Attempts is how many times fn was called: 0 when ctx was done before
-	// the first attempt.
+	// the first attempt. With [WithHedge] it counts the hedges sent too.
 	Attempts int
 	// Last is the error of the last attempt, or nil when there was none.
 	Last error
@@ -129,7 +129,9 @@ func WithMaxElapsedTime(d time.Duration) Option {
 // WithNotify makes [Retry] call notify after every failed attempt that it is
 // going to retry, with the attempt's number (1 for the first), its error and
 // the wait before the next attempt, typically to log them. It is not called
-// for the attempt Retry gives up after, nor for a success.
+// for the attempt Retry gives up after, nor for a success. With [WithHedge],
+// it is called once per failed attempt and its hedges, with the attempt's
+// number (hedges not counted) and the error of whichever failed last.
 //
 // notify runs on Retry's goroutine after the wait has been set on the clock
 // and before Retry starts waiting, so the wait includes notify's run time.
@@ -147,7 +149,8 @@ func WithNotify(notify func(attempt int, err error, next time.Duration)) Option 
 // returns true: any other error ends Retry at once and is returned as fn
 // returned it. A [Permanent] error ends Retry whatever retryable says. By
 // default every other error is retryable. retryable runs on Retry's
-// goroutine; it may not be nil: WithRetryable panics if it is.
+// goroutine, and with [WithHedge] on a hedge's too, concurrently; it may not
+// be nil: WithRetryable panics if it is.
 func WithRetryable(retryable func(error) bool) Option {
 	if retryable == nil {
 		badArgument("WithRetryable", "retryable must not be nil", retryable)
@@ -230,11 +233,40 @@ func WithRetryable(retryable func(error) bool) Option {
 // +Inf while s.Cap ≤ 0, or if s.Jitter is above [MaxRetryJitter]: those
 // schedules ask for waits of centuries, which can only be a mistake.
 //
+// # Hedging
+//
+// With [WithHedge](delay), an attempt that has not answered after delay
+// gets a hedge: the same fn, called again on a goroutine of its own,
+// beside it; [WithMaxHedges](n) allows up to n, the k-th k·delay after
+// the attempt started (default 1), and [WithHedgeDelay] learns the delay
+// from past latencies. The first success wins: Retry cancels the other
+// attempts through their contexts (context.Canceled), waits for them to
+// return, and returns nil; [RetryValue] returns the winner's value and hands
+// a loser's that succeeded anyway to [WithHedgeRelease]. A [Permanent]
+// error (or one [WithRetryable] rejects) from any of them ends the call at
+// once, cancelling the others. When they all fail, the error of the last to
+// fail is the attempt's, and Retry waits and retries as the schedule says:
+// s.Steps counts attempts, hedges aside, and [RetryError.Attempts] counts
+// both. Each hedge is charged to the [WithRetryBudget] budget as a retry and
+// paced by [WithPacer]'s pacer; a refusal of either suppresses that hedge,
+// and never cancels an attempt in flight. The end of ctx cancels them all.
+//
+// fn must then be safe for concurrent use. Each attempt runs under a
+// context of its own, derived from ctx, that ends when the attempt
+// returns, as with [WithAttemptTimeout]: a value that fn returns must not
+// need its context afterwards. A hedged attempt whose hedge does not fire
+// costs one allocation more than a plain one, its context (see
+// BenchmarkRetryHedgeNotFired); the timer, on the clock of [WithClock], is
+// reused across calls. Since fn may run on another goroutine, the closure
+// passed as fn is allocated on the heap when it captures variables, even
+// without WithHedge: Go decides that when compiling Retry.
+//
 // # Clock waiters
 //
 // Retry registers at most one waiter with its clock at a time: the timer of
 // the wait in progress, from just before [WithNotify]'s hook runs until the
-// wait ends. A test that runs Retry on another goroutine steps a FakeClock
+// wait ends. With [WithHedge], an attempt adds the timer of its hedge while
+// it runs, and a hedge that is not the last the timer of the next. A test that runs Retry on another goroutine steps a FakeClock
 // once HasWaiters reports it (or from the notify hook, as the Examples do);
 // package backofftest's AutoStepClock does that for you.
 func Retry(ctx context.Context, s Schedule, fn func(context.Context) error, opts ...Option) error {
@@ -397,6 +429,12 @@ func stoppedByContext(ctx context.Context, attempts int, last error) error {
 // RetryValue is [Retry] for a fn that returns a value: it returns the value
 // of the successful attempt and nil, or the zero T and the error Retry
 // returns. Everything else is as for Retry; it panics if ctx or fn is nil.
+//
+// With [WithHedge], each attempt's value is its own until one wins: the
+// winner's is returned, and a value that another attempt returned with a
+// nil error after the winner (or after a [Permanent] error ended the call)
+// is passed to [WithHedgeRelease]'s function, once, before RetryValue
+// returns, or dropped without it.
 func RetryValue[T any](ctx context.Context, s Schedule, fn func(context.Context) (T, error), opts ...Option) (T, error) {
 	mustNotBeNil("RetryValue", "ctx", ctx == nil)
 	mustNotBeNil("RetryValue", "fn", fn == nil)
