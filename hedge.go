@@ -191,19 +191,25 @@ func hedgedAttempt(ctx context.Context, primary func(context.Context) error, h h
 	// hedge never fires: fn may keep it, so it is never pooled.
 	r.primary = &clockTimeoutContext{parent: ctx}
 
-	done := false
+	done, called := false, false
 	defer func() {
 		if !done { // fn panicked: stop the hedges before the panic goes on
 			r.mu.Lock()
 			r.primaryDone, r.decided = true, true
 			r.cancelOthersLocked(nil)
 			r.mu.Unlock()
-			r.wg.Wait()
+			if called {
+				r.timer.Stop()
+			}
+			r.wg.Wait() // the hedges armed their timers, if any, before this returns
+			if r.next != nil {
+				r.next.Stop()
+			}
+			r.primary.release() // the round is not pooled: its callbacks find it over
 		}
 	}()
 
 	var start time.Time
-	called := false
 	call := func(actx context.Context) error {
 		// The delay counts from when the attempt starts, after the pacer.
 		called = true

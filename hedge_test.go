@@ -385,3 +385,27 @@ func BenchmarkRetryHedgeNotFired(b *testing.B) {
 		}
 	}
 }
+
+// TestHedgePanicInTheAttemptStopsTheHedges: a panic in the first attempt
+// cancels its hedge and waits for it before it goes on up.
+func TestHedgePanicInTheAttemptStopsTheHedges(t *testing.T) {
+	fc := newQueueClock()
+	var calls atomic.Int32
+	started := make(chan struct{})
+	var hedgeErr error
+	assert.PanicsWithValue(t, "boom", func() {
+		_ = backoff.Retry(context.Background(), backoff.Schedule{Steps: 1}, func(ctx context.Context) error {
+			if calls.Add(1) == 1 {
+				fc.Step(hedgeDelay)
+				<-started
+				panic("boom")
+			}
+			close(started)
+			<-ctx.Done()
+			hedgeErr = ctx.Err()
+			return ctx.Err()
+		}, backoff.WithClock(fc), backoff.WithHedge(hedgeDelay), backoff.WithMaxHedges(2))
+	})
+	assert.ErrorIs(t, hedgeErr, context.Canceled)
+	assert.Zero(t, fc.Waiters(), "no timer left")
+}
