@@ -158,6 +158,7 @@ type hedgeRound struct {
 	last        error // the latest failure
 	fired       int   // hedges started
 	sent        int   // hedges whose fn was called
+	panicked    any   // what a hedge's fn panicked with, raised again on the caller's goroutine
 }
 
 var hedgeRounds = sync.Pool{New: func() any {
@@ -271,6 +272,10 @@ func hedgedAttempt(ctx context.Context, primary func(context.Context) error, h h
 	if next != nil && next.Stop() {
 		r.pending.Add(-1)
 	}
+	if p := r.panicked; p != nil {
+		r.put()
+		panic(p)
+	}
 	res.hedges = r.sent
 	switch {
 	case r.hedgeWon:
@@ -330,6 +335,19 @@ func (r *hedgeRound) onTimer() {
 func (r *hedgeRound) hedge(hctx *clockTimeoutContext, k int) {
 	defer r.wg.Done()
 	defer hctx.release()
+	defer func() {
+		// A panic here would end the program; the caller's goroutine
+		// raises it again instead, once the other attempts have returned.
+		if p := recover(); p != nil {
+			r.mu.Lock()
+			if r.panicked == nil {
+				r.panicked = p
+			}
+			r.decided = true
+			r.cancelOthersLocked(hctx)
+			r.mu.Unlock()
+		}
+	}()
 	if k < r.max {
 		r.armNext()
 	}
@@ -437,7 +455,7 @@ func (r *hedgeRound) put() {
 		return // a callback is still to run: it finds the round over, and it is never reused
 	}
 	r.parent, r.h, r.pacer, r.budget, r.retryable = nil, hedgeFn{}, nil, nil, nil
-	r.learned, r.release, r.primary, r.value, r.final, r.last = nil, nil, nil, nil, nil, nil
+	r.learned, r.release, r.primary, r.value, r.final, r.last, r.panicked = nil, nil, nil, nil, nil, nil, nil
 	clear(r.hedgeCtxs)
 	r.hedgeCtxs = r.hedgeCtxs[:0]
 	r.primaryDone, r.decided, r.hedgeWon = false, false, false

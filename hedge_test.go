@@ -409,3 +409,25 @@ func TestHedgePanicInTheAttemptStopsTheHedges(t *testing.T) {
 	assert.ErrorIs(t, hedgeErr, context.Canceled)
 	assert.Zero(t, fc.Waiters(), "no timer left")
 }
+
+// TestHedgePanicInAHedgeReachesTheCaller: a panic in a hedge's goroutine
+// does not end the program: it cancels the first attempt and is raised again
+// on Retry's goroutine.
+func TestHedgePanicInAHedgeReachesTheCaller(t *testing.T) {
+	fc := newQueueClock()
+	var calls atomic.Int32
+	var primaryErr error
+	assert.PanicsWithValue(t, "hedge boom", func() {
+		_ = backoff.Retry(context.Background(), backoff.Schedule{Steps: 1}, func(ctx context.Context) error {
+			if calls.Add(1) == 1 {
+				fc.Step(hedgeDelay)
+				<-ctx.Done()
+				primaryErr = ctx.Err()
+				return ctx.Err()
+			}
+			panic("hedge boom")
+		}, backoff.WithClock(fc), backoff.WithHedge(hedgeDelay))
+	})
+	assert.ErrorIs(t, primaryErr, context.Canceled)
+	assert.Zero(t, fc.Waiters())
+}

@@ -251,7 +251,9 @@ func WithRetryable(retryable func(error) bool) Option {
 // paced by [WithPacer]'s pacer; a refusal of either suppresses that hedge,
 // and never cancels an attempt in flight. The end of ctx cancels them all.
 //
-// fn must then be safe for concurrent use. Each attempt runs under a
+// fn must then be safe for concurrent use. A panic in a hedge cancels the
+// other attempts and is raised again on Retry's goroutine once they have
+// returned. Each attempt runs under a
 // context of its own, derived from ctx, that ends when the attempt
 // returns, as with [WithAttemptTimeout]: a value that fn returns must not
 // need its context afterwards. A hedged attempt whose hedge does not fire
