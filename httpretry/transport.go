@@ -74,7 +74,8 @@ type Transport struct {
 // Retry call; do not change the slice's elements afterwards. The hooks among
 // them (backoff.WithNotify's, backoff.WithRetryable's) run on the goroutine
 // of the request they concern, so with concurrent requests they may run
-// concurrently.
+// concurrently. backoff.WithHedge is ignored: a Transport sends one attempt
+// of a request at a time.
 //
 // With backoff.WithAttemptTimeout(d), each attempt is sent under a context
 // that ends d after it starts, on the options' clock: a server that stalls
