@@ -274,7 +274,7 @@ func hedgedAttempt(ctx context.Context, primary func(context.Context) error, h h
 	}
 	if p := r.panicked; p != nil {
 		r.put()
-		panic(p)
+		raiseAgain(p)
 	}
 	res.hedges = r.sent
 	switch {
