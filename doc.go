@@ -17,7 +17,8 @@
 // github.com/retrykit/backoff/backofftest has a clock that steps itself. A
 // controller's work goes through [NewRateLimitingQueue] and [RunWorkers];
 // pacing through [Limiter] and [KeyedLimiter]; load shedding through
-// [RetryBudget]. The Examples show each on a fake clock.
+// [RetryBudget]; slow tails through hedged attempts ([WithHedge]). The
+// Examples show each on a fake clock.
 //
 // A [Breaker] stops calls to a downstream that keeps failing, and lets a
 // few probes through to learn when it has recovered. Passed with

@@ -253,6 +253,8 @@ var optionTable = []struct {
 	{[]string{"WithItemTimeout"}, []string{"RunWorkers"}, ""},
 	{[]string{"WithBreakerFailureRatio", "WithBreakerWindow", "WithBreakerProbes", "WithBreakerOpenSchedule",
 		"WithBreakerStateChange", "WithBreakerMetrics", "WithBreakerConsecutiveFailures"}, []string{"NewBreaker"}, ""},
+	{[]string{"WithHedge", "WithMaxHedges", "WithHedgeDelay"}, []string{"Retry", "RetryValue"}, "httpretry's Transport does not hedge"},
+	{[]string{"WithHedgeRelease"}, []string{"RetryValue"}, ""},
 }
 
 var updateOptionTable = flag.Bool("update-option-table", false, "rewrite Option's doc comment from optionTable")

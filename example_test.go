@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -1177,4 +1178,32 @@ func ExampleSchedule_Delay() {
 	// after failure 4: 8s
 	// after failure 5: 10s
 	// after failure 6: 10s
+}
+
+// WithHedge sends a second attempt when the first has not answered after the
+// delay, and takes whichever succeeds first. Here the first attempt steps
+// the fake clock past the delay, as a slow server would take that long; the
+// hedge answers at once and wins, and the first attempt is cancelled.
+func ExampleWithHedge() {
+	clk := testingclock.NewFakeClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
+	start := clk.Now()
+	var mu sync.Mutex // fn runs on two goroutines at once
+	calls := 0
+	v, err := backoff.RetryValue(context.Background(), backoff.Schedule{Steps: 3}, func(ctx context.Context) (string, error) {
+		mu.Lock()
+		calls++
+		n := calls
+		mu.Unlock()
+		if n == 1 {
+			clk.Step(10 * time.Millisecond) // slow: the hedge starts at 10ms
+			<-ctx.Done()
+			fmt.Println("first attempt:", ctx.Err())
+			return "", ctx.Err()
+		}
+		return fmt.Sprintf("hedge, sent at %v", clk.Since(start)), nil
+	}, backoff.WithClock(clk), backoff.WithHedge(10*time.Millisecond))
+	fmt.Println(v, err)
+	// Output:
+	// first attempt: context canceled
+	// hedge, sent at 10ms <nil>
 }

@@ -81,6 +81,10 @@ import (
 //	WithBreakerStateChange,
 //	WithBreakerMetrics,
 //	WithBreakerConsecutiveFailures
+//	WithHedge,              Retry, RetryValue (httpretry's Transport does not
+//	WithMaxHedges,          hedge)
+//	WithHedgeDelay
+//	WithHedgeRelease        RetryValue
 //
 // [Jitter], [NewMaxOfRateLimiter] and [NewWithMaxWaitRateLimiter] take no
 // options.
@@ -129,6 +133,10 @@ const (
 	optionBreakerProbes
 	optionBreakerStateChange
 	optionBreakerMetrics
+	optionHedge
+	optionMaxHedges
+	optionHedgeDelay
+	optionHedgeRelease
 )
 
 // config holds every setting an Option can change. Each part of the package
@@ -227,6 +235,14 @@ func (c *config) apply(opts []Option) {
 			c.retry.pacer, _ = o.v.(Pacer)
 		case optionInitialRate:
 			c.limits.initialRate = math.Float64frombits(uint64(o.n))
+		case optionHedge:
+			c.retry.hedge.delay = time.Duration(o.n)
+		case optionMaxHedges:
+			c.retry.hedge.max = int(o.n)
+		case optionHedgeDelay:
+			c.retry.hedge.learned, _ = o.v.(*HedgeDelay)
+		case optionHedgeRelease:
+			c.retry.hedge.release, _ = o.v.(func(any))
 		}
 	}
 }
@@ -269,7 +285,8 @@ func nameOption(k optionKind, s string) Option {
 //
 //	Retry, ExponentialBackoff*, OnError   1 timer, during each wait (none for a wait of 0);
 //	                                      with WithAttemptTimeout, 1 AfterFunc during
-//	                                      each attempt
+//	                                      each attempt; with WithHedge, 1 AfterFunc
+//	                                      during each attempt and each hedge but the last
 //	PollUntilContextCancel                1 timer, during each wait
 //	PollUntilContextTimeout               1 AfterFunc for the timeout, for the whole call,
 //	                                      plus 1 timer during each wait: HasWaiters is

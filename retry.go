@@ -28,6 +28,7 @@ type retryConfig struct {
 	maxRetryAfter time.Duration
 	ignoreHints   bool
 	pacer         Pacer // WithPacer's; also read by RunWorkers
+	hedge         hedgeConfig
 }
 
 func init() {
@@ -63,7 +64,7 @@ var ErrMaxElapsedTime = errors.New("backoff: elapsed-time budget spent")
 // has: a nil Last or Reason is left out of the message and of Unwrap.
 type RetryError struct {
 	// Attempts is how many times fn was called: 0 when ctx was done before
-	// the first attempt.
+	// the first attempt. With [WithHedge] it counts the hedges sent too.
 	Attempts int
 	// Last is the error of the last attempt, or nil when there was none.
 	Last error
@@ -128,7 +129,9 @@ func WithMaxElapsedTime(d time.Duration) Option {
 // WithNotify makes [Retry] call notify after every failed attempt that it is
 // going to retry, with the attempt's number (1 for the first), its error and
 // the wait before the next attempt, typically to log them. It is not called
-// for the attempt Retry gives up after, nor for a success.
+// for the attempt Retry gives up after, nor for a success. With [WithHedge],
+// it is called once per failed attempt and its hedges, with the attempt's
+// number (hedges not counted) and the error of whichever failed last.
 //
 // notify runs on Retry's goroutine after the wait has been set on the clock
 // and before Retry starts waiting, so the wait includes notify's run time.
@@ -146,7 +149,8 @@ func WithNotify(notify func(attempt int, err error, next time.Duration)) Option 
 // returns true: any other error ends Retry at once and is returned as fn
 // returned it. A [Permanent] error ends Retry whatever retryable says. By
 // default every other error is retryable. retryable runs on Retry's
-// goroutine; it may not be nil: WithRetryable panics if it is.
+// goroutine, and with [WithHedge] on a hedge's too, concurrently; it may not
+// be nil: WithRetryable panics if it is.
 func WithRetryable(retryable func(error) bool) Option {
 	if retryable == nil {
 		badArgument("WithRetryable", "retryable must not be nil", retryable)
@@ -229,16 +233,55 @@ func WithRetryable(retryable func(error) bool) Option {
 // +Inf while s.Cap ≤ 0, or if s.Jitter is above [MaxRetryJitter]: those
 // schedules ask for waits of centuries, which can only be a mistake.
 //
+// # Hedging
+//
+// With [WithHedge](delay), an attempt that has not answered after delay
+// gets a hedge: the same fn, called again on a goroutine of its own,
+// beside it; [WithMaxHedges](n) allows up to n, the k-th k·delay after
+// the attempt started (default 1), and [WithHedgeDelay] learns the delay
+// from past latencies. The first success wins: Retry cancels the other
+// attempts through their contexts (context.Canceled), waits for them to
+// return, and returns nil; [RetryValue] returns the winner's value and hands
+// a loser's that succeeded anyway to [WithHedgeRelease]. A [Permanent]
+// error (or one [WithRetryable] rejects) from any of them ends the call at
+// once, cancelling the others. When they all fail, the error of the last to
+// fail is the attempt's, and Retry waits and retries as the schedule says:
+// s.Steps counts attempts, hedges aside, and [RetryError.Attempts] counts
+// both. Each hedge is charged to the [WithRetryBudget] budget as a retry and
+// paced by [WithPacer]'s pacer; a refusal of either suppresses that hedge,
+// and never cancels an attempt in flight. The end of ctx cancels them all.
+//
+// fn must then be safe for concurrent use. A panic in a hedge cancels the
+// other attempts and is raised again on Retry's goroutine once they have
+// returned. Each attempt runs under a
+// context of its own, derived from ctx, that ends when the attempt
+// returns, as with [WithAttemptTimeout]: a value that fn returns must not
+// need its context afterwards. A hedged attempt whose hedge does not fire
+// costs one allocation more than a plain one, its context (see
+// BenchmarkRetryHedgeNotFired); the timer, on the clock of [WithClock], is
+// reused across calls. Since fn may run on another goroutine, the closure
+// passed as fn is allocated on the heap when it captures variables, even
+// without WithHedge: Go decides that when compiling Retry.
+//
 // # Clock waiters
 //
 // Retry registers at most one waiter with its clock at a time: the timer of
 // the wait in progress, from just before [WithNotify]'s hook runs until the
-// wait ends. A test that runs Retry on another goroutine steps a FakeClock
+// wait ends. With [WithHedge], an attempt adds the timer of its hedge while
+// it runs, and a hedge that is not the last the timer of the next. A test that runs Retry on another goroutine steps a FakeClock
 // once HasWaiters reports it (or from the notify hook, as the Examples do);
 // package backofftest's AutoStepClock does that for you.
 func Retry(ctx context.Context, s Schedule, fn func(context.Context) error, opts ...Option) error {
 	mustNotBeNil("Retry", "ctx", ctx == nil)
 	mustNotBeNil("Retry", "fn", fn == nil)
+	_, err := retry(ctx, s, fn, hedgeFn{fn: fn}, opts)
+	return err
+}
+
+// retry is Retry, for Retry and RetryValue: fn makes the attempts on the
+// caller's goroutine, h the hedges (see hedgedAttempt).
+func retry(ctx context.Context, s Schedule, fn func(context.Context) error, h hedgeFn, opts []Option) (roundResult, error) {
+	var out roundResult
 	s = retrySchedule(s)
 	var cfg config
 	cfg.apply(opts)
@@ -253,24 +296,32 @@ func Retry(ctx context.Context, s Schedule, fn func(context.Context) error, opts
 	var t clock.Timer
 	defer stopTimer(&t)
 	var last error
+	hedges := 0 // hedges sent so far, which RetryError.Attempts counts
 	for attempt := 1; ; attempt++ {
 		// Attempt: never once ctx is done. The first counts as a request of
 		// the budget.
 		if err := ctx.Err(); err != nil {
-			return stoppedByContext(ctx, attempt-1, last)
+			return out, stoppedByContext(ctx, attempt-1+hedges, last)
 		}
 		if attempt == 1 {
 			if rc.minAttempt > 0 && deadlineTooClose(ctx, 0, rc.minAttempt) {
-				return &RetryError{Reason: ErrDeadlineWouldPass}
+				return out, &RetryError{Reason: ErrDeadlineWouldPass}
 			}
 			gate.request(0)
 		}
 		var err error
 		switch {
+		case rc.hedge.delay > 0:
+			out = hedgedAttempt(ctx, fn, h, rc, clk, gate.budget)
+			hedges += out.hedges
+			if !out.started {
+				return out, stoppedByContext(ctx, attempt-1+hedges, last) // ctx ended while waiting for the pacer
+			}
+			err = out.err
 		case rc.pacer != nil:
 			var started bool
 			if err, started = pacedAttempt(ctx, rc.pacer, fn, clk, rc.attemptTimeout); !started {
-				return stoppedByContext(ctx, attempt-1, last) // ctx ended while waiting for the pacer
+				return out, stoppedByContext(ctx, attempt-1, last) // ctx ended while waiting for the pacer
 			}
 		case rc.attemptTimeout > 0:
 			actx := withAttemptTimeout(ctx, clk, rc.attemptTimeout)
@@ -280,7 +331,7 @@ func Retry(ctx context.Context, s Schedule, fn func(context.Context) error, opts
 			err = fn(ctx)
 		}
 		if err == nil {
-			return nil
+			return out, nil
 		}
 		last = err
 		if attempt == 1 && rc.sinceFailure && rc.maxElapsed > 0 {
@@ -291,13 +342,13 @@ func Retry(ctx context.Context, s Schedule, fn func(context.Context) error, opts
 		// returned it; an end of ctx or of the attempts stops here.
 		permanent, hint, hinted := inspectError(err)
 		if permanent || (rc.retryable != nil && !rc.retryable(err)) {
-			return err
+			return out, err
 		}
 		if ctx.Err() != nil {
-			return stoppedByContext(ctx, attempt, err)
+			return out, stoppedByContext(ctx, attempt+hedges, err)
 		}
 		if s.Steps > 0 && attempt >= s.Steps {
-			return &RetryError{Attempts: attempt, Last: err, Reason: ErrAttemptsExhausted}
+			return out, &RetryError{Attempts: attempt + hedges, Last: err, Reason: ErrAttemptsExhausted}
 		}
 
 		// Wait: the schedule's, or the error's hint; with an elapsed-time
@@ -310,20 +361,20 @@ func Retry(ctx context.Context, s Schedule, fn func(context.Context) error, opts
 		if rc.maxElapsed > 0 {
 			elapsed = clk.Since(start)
 			if addDuration(elapsed, wait) > rc.maxElapsed {
-				return &RetryError{Attempts: attempt, Last: err, Reason: ErrMaxElapsedTime}
+				return out, &RetryError{Attempts: attempt + hedges, Last: err, Reason: ErrMaxElapsedTime}
 			}
 		}
 
 		// Deadline: no wait that would end at or after ctx's, nor one that
 		// leaves the next attempt less than WithMinAttemptTime.
 		if deadlineTooClose(ctx, wait, rc.minAttempt) {
-			return &RetryError{Attempts: attempt, Last: err, Reason: ErrDeadlineWouldPass}
+			return out, &RetryError{Attempts: attempt + hedges, Last: err, Reason: ErrDeadlineWouldPass}
 		}
 
 		// Gate: the retry budget, if any, must allow the retry. It decides
 		// at the reading just taken, if any.
 		if !gate.retry(elapsed) {
-			return refused(attempt, err)
+			return out, refused(attempt+hedges, err)
 		}
 
 		// Sleep: the timer is set before notify runs, so that a test may
@@ -338,7 +389,7 @@ func Retry(ctx context.Context, s Schedule, fn func(context.Context) error, opts
 		if tick != nil {
 			select {
 			case <-ctx.Done():
-				return stoppedByContext(ctx, attempt, err)
+				return out, stoppedByContext(ctx, attempt+hedges, err)
 			case <-tick:
 			}
 		}
@@ -380,17 +431,35 @@ func stoppedByContext(ctx context.Context, attempts int, last error) error {
 // RetryValue is [Retry] for a fn that returns a value: it returns the value
 // of the successful attempt and nil, or the zero T and the error Retry
 // returns. Everything else is as for Retry; it panics if ctx or fn is nil.
+//
+// With [WithHedge], each attempt's value is its own until one wins: the
+// winner's is returned, and a value that another attempt returned with a
+// nil error after the winner (or after a [Permanent] error ended the call)
+// is passed to [WithHedgeRelease]'s function, once, before RetryValue
+// returns, or dropped without it.
 func RetryValue[T any](ctx context.Context, s Schedule, fn func(context.Context) (T, error), opts ...Option) (T, error) {
 	mustNotBeNil("RetryValue", "ctx", ctx == nil)
 	mustNotBeNil("RetryValue", "fn", fn == nil)
+	// The first attempt of each round writes v on this goroutine; a hedge's
+	// value comes back in out (see hedgedAttempt), so no two attempts
+	// write one variable.
 	var v T
-	err := Retry(ctx, s, func(ctx context.Context) error {
+	out, err := retry(ctx, s, func(ctx context.Context) error {
 		r, err := fn(ctx)
 		if err == nil {
 			v = r
 		}
 		return err
-	}, opts...)
+	}, hedgeFn{value: valueFunc[T](fn)}, opts)
+	if out.lateValue {
+		if out.release != nil {
+			out.release(v)
+		}
+		v = *new(T)
+	}
+	if out.hedgeWon {
+		v, _ = out.value.(T) // a nil value of an interface type T stays nil
+	}
 	return v, err
 }
 

@@ -40,6 +40,14 @@ func badUse(where, problem string) {
 	panic(fmt.Sprintf("backoff: %s: %s", where, problem))
 }
 
+// raiseAgain panics with p, what a caller's function panicked with on
+// another goroutine (a hedge of Retry's), so that the panic reaches the
+// caller's goroutine as it would have without the goroutine. It is neither
+// bad input nor an internal error: the panic is the caller's own.
+func raiseAgain(p any) {
+	panic(p)
+}
+
 // mustNotBeNil panics with "name must not be nil" if isNil is set. The caller
 // tests its own argument (fn == nil), so that a func or context is not
 // converted to an interface, which could make it escape on a hot path.

@@ -373,6 +373,36 @@ func badInputs() []badInput {
 		panicsOn("NewRetryBudget", "window", "0", "window must be positive, got 0s", func() { backoff.NewRetryBudget(0.1, 1, 0) }),
 		panicsOn("NewRetryBudget", "window", "-1s", "window must be positive, got -1s", func() { backoff.NewRetryBudget(0.1, 1, -time.Second) }),
 
+		// Hedging.
+		panicsOn("WithHedge", "delay", "-1s", "delay must not be negative, got -1s", func() { backoff.WithHedge(-time.Second) }),
+		panicsOn("WithMaxHedges", "n", "0", "n must be at least 1, got 0", func() { backoff.WithMaxHedges(0) }),
+		panicsOn("WithMaxHedges", "n", "-1", "n must be at least 1, got -1", func() { backoff.WithMaxHedges(-1) }),
+		nilPanics("WithHedgeDelay", "d", func() { backoff.WithHedgeDelay(nil) }),
+		nilPanics("WithHedgeRelease", "release", func() { backoff.WithHedgeRelease(nil) }),
+		panicsOn("NewHedgeDelay", "quantile", "NaN", "quantile must be inside (0, 1), got NaN", func() {
+			backoff.NewHedgeDelay(nan, time.Millisecond, time.Second)
+		}),
+		panicsOn("NewHedgeDelay", "quantile", "0", "quantile must be inside (0, 1), got 0", func() {
+			backoff.NewHedgeDelay(0, time.Millisecond, time.Second)
+		}),
+		panicsOn("NewHedgeDelay", "quantile", "1", "quantile must be inside (0, 1), got 1", func() {
+			backoff.NewHedgeDelay(1, time.Millisecond, time.Second)
+		}),
+		panicsOn("NewHedgeDelay", "quantile", "-1", "quantile must be inside (0, 1), got -1", func() {
+			backoff.NewHedgeDelay(-1, time.Millisecond, time.Second)
+		}),
+		panicsOn("NewHedgeDelay", "quantile", "+Inf", "quantile must be inside (0, 1), got +Inf", func() {
+			backoff.NewHedgeDelay(inf, time.Millisecond, time.Second)
+		}),
+		panicsOn("NewHedgeDelay", "floor", "0", "floor must be positive, got 0s", func() { backoff.NewHedgeDelay(0.95, 0, time.Second) }),
+		panicsOn("NewHedgeDelay", "floor", "-1s", "floor must be positive, got -1s", func() { backoff.NewHedgeDelay(0.95, -time.Second, time.Second) }),
+		panicsOn("NewHedgeDelay", "ceiling", "-1s", "ceiling must be at least floor, got -1s", func() {
+			backoff.NewHedgeDelay(0.95, time.Millisecond, -time.Second)
+		}),
+		panicsOn("NewHedgeDelay", "ceiling", "below floor", "ceiling must be at least floor, got 1ms", func() {
+			backoff.NewHedgeDelay(0.95, time.Second, time.Millisecond)
+		}),
+
 		// Queues.
 		nilPanics("NewRateLimitingQueue", "limiter", func() { backoff.NewRateLimitingQueue[int](nil) }),
 		panicsOn("NewRateLimitingQueue", "limiter", "typed nil", "limiter must not be nil, got <nil>", func() {

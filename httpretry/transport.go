@@ -74,7 +74,8 @@ type Transport struct {
 // Retry call; do not change the slice's elements afterwards. The hooks among
 // them (backoff.WithNotify's, backoff.WithRetryable's) run on the goroutine
 // of the request they concern, so with concurrent requests they may run
-// concurrently.
+// concurrently. backoff.WithHedge is ignored: a Transport sends one attempt
+// of a request at a time.
 //
 // With backoff.WithAttemptTimeout(d), each attempt is sent under a context
 // that ends d after it starts, on the options' clock: a server that stalls
@@ -118,6 +119,10 @@ func newTransport(where string, base http.RoundTripper, s backoff.Schedule, opts
 	if t.attemptTimeout, t.attemptContext = optionhook.AttemptTimeout(opts); t.attemptTimeout > 0 {
 		t.opts = append(slices.Clip(opts), backoff.WithAttemptTimeout(0))
 	}
+	// The Transport sends one attempt at a time: its attempts share the
+	// request's state, so Retry's hedges, which run beside the attempt they
+	// hedge, are turned off.
+	t.opts = append(slices.Clip(t.opts), backoff.WithHedge(0))
 	return t
 }
 

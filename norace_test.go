@@ -1,0 +1,5 @@
+//go:build !race
+
+package backoff_test
+
+const raceEnabled = false
