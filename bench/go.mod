@@ -2,7 +2,10 @@ module github.com/retrykit/backoff/bench
 
 go 1.26.0
 
-replace github.com/retrykit/backoff => ../
+replace (
+	github.com/retrykit/backoff => ../
+	github.com/retrykit/backoff/interop/grpc => ../interop/grpc
+)
 
 require (
 	github.com/avast/retry-go/v4 v4.7.0
@@ -12,6 +15,7 @@ require (
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/hashicorp/go-retryablehttp v0.7.8
 	github.com/retrykit/backoff v0.1.0
+	github.com/retrykit/backoff/interop/grpc v0.1.0
 	github.com/sethvargo/go-retry v0.5.0
 	golang.org/x/perf v0.0.0-20260908200009-22c9c6c9d4da
 	golang.org/x/time v0.16.0
@@ -21,8 +25,6 @@ require (
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd
 	sigs.k8s.io/controller-runtime v0.25.2
 )
-
-require google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
 
 require (
 	github.com/aclements/go-moremath v0.0.0-20210112150236-f10218a38794 // indirect
@@ -61,7 +63,6 @@ require (
 	github.com/prometheus/client_model v0.6.2 // indirect
 	github.com/prometheus/common v0.70.0 // indirect
 	github.com/prometheus/procfs v0.21.1 // indirect
-	github.com/retrykit/backoff/interop/grpc v0.1.0
 	github.com/x448/float16 v0.8.4 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
@@ -70,6 +71,7 @@ require (
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/term v0.46.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
@@ -83,5 +85,3 @@ require (
 )
 
 tool golang.org/x/perf/cmd/benchstat
-
-replace github.com/retrykit/backoff/interop/grpc => ../interop/grpc
