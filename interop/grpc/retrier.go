@@ -152,6 +152,8 @@ func (c *unaryCall) attempt(actx context.Context) error {
 		trailer = new(metadata.MD)
 		opts = slices.Clip(c.callOpts) // the append below must not write into the caller's array
 	}
+	// grpc.Trailer is how a unary interceptor reads the pushback; grpc-go
+	// allocates a copy of the trailer for it.
 	err := c.invoker(actx, c.method, c.req, out, c.cc, append(opts, grpc.Trailer(trailer))...)
 	if err != nil {
 		return c.r.judge(c.ctx, actx, err, *trailer)
