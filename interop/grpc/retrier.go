@@ -86,35 +86,80 @@ func checkSchedule(s backoff.Schedule) {
 // caller's message by the first attempt; a later one decodes into a new
 // message of the same type when the reply is a protocol buffer (so that
 // attempts in flight at once never write the same message), copied into the
-// caller's on success.
+// caller's on success. A call whose first attempt succeeds, with at most
+// three call options (generated code passes one, grpc.StaticMethod),
+// allocates once more than without the interceptor, besides grpc-go's copy
+// of the trailer that the grpc.Trailer option asks for.
 func (r *Retrier) UnaryClientInterceptor() grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
-		var sent atomic.Int32
-		callOpts = slices.Clip(callOpts)
-		winner, err := backoff.RetryValue(ctx, r.schedule, func(actx context.Context) (any, error) {
-			n := sent.Add(1)
-			out := reply
-			if n > 1 {
-				actx = metadata.AppendToOutgoingContext(actx, PreviousAttemptsHeader, strconv.Itoa(int(n-1)))
-				if m, ok := reply.(proto.Message); ok {
-					out = m.ProtoReflect().New().Interface()
-				}
-			}
-			var trailer metadata.MD
-			err := invoker(actx, method, req, out, cc, append(callOpts, grpc.Trailer(&trailer))...)
-			if err != nil {
-				return nil, r.judge(ctx, actx, err, trailer)
-			}
-			return out, nil
-		}, r.opts...)
+		// The call's one allocation of its own (see unaryCall); Retry
+		// itself allocates nothing when the first attempt succeeds.
+		c := &unaryCall{r: r, ctx: ctx, method: method, req: req, reply: reply, cc: cc, invoker: invoker, callOpts: callOpts}
+		err := backoff.Retry(ctx, r.schedule, c.attempt, r.opts...)
 		if dst, ok := reply.(proto.Message); ok && err == nil {
-			if src := winner.(proto.Message); src != dst {
+			if src := c.winner.(proto.Message); src != dst {
 				proto.Reset(dst)
 				proto.Merge(dst, src)
 			}
 		}
 		return callError(err)
 	}
+}
+
+// firstAttemptOptions is how many call options the first attempt of a call
+// passes without allocating: the interceptor's grpc.Trailer and three of
+// the caller's (generated code passes grpc.StaticMethod, and the caller's
+// own after it).
+const firstAttemptOptions = 4
+
+// unaryCall is one call of the unary interceptor: what its attempts share,
+// and the first attempt's trailer and call options, so that a call whose
+// first attempt succeeds allocates this struct alone. It is on the heap
+// because grpc-go writes the trailer through the pointer the grpc.Trailer
+// option holds. Attempts after the first get a trailer and an option slice
+// of their own, since attempts in flight at once (a hedge) must not share
+// them; those are retries, not the path of a call that succeeds at once.
+type unaryCall struct {
+	r            *Retrier
+	ctx          context.Context
+	method       string
+	req, reply   any
+	cc           *grpc.ClientConn
+	invoker      grpc.UnaryInvoker
+	callOpts     []grpc.CallOption
+	sent         atomic.Int32 // attempts started
+	winner       any          // the reply of the attempt that succeeded
+	firstTrailer metadata.MD
+	firstOpts    [firstAttemptOptions]grpc.CallOption
+}
+
+// attempt is one attempt of the call, for backoff.Retry. The first decodes
+// the reply into the caller's message; a later one into a new message of the
+// same type when the reply is a protocol buffer, and sends
+// grpc-previous-rpc-attempts.
+func (c *unaryCall) attempt(actx context.Context) error {
+	n := c.sent.Add(1)
+	out := c.reply
+	trailer := &c.firstTrailer
+	var opts []grpc.CallOption
+	if n == 1 {
+		opts = append(c.firstOpts[:0], c.callOpts...) // allocates only past firstAttemptOptions-1 options
+	} else {
+		actx = metadata.AppendToOutgoingContext(actx, PreviousAttemptsHeader, strconv.Itoa(int(n-1)))
+		if m, ok := c.reply.(proto.Message); ok {
+			out = m.ProtoReflect().New().Interface()
+		}
+		trailer = new(metadata.MD)
+		opts = slices.Clip(c.callOpts) // the append below must not write into the caller's array
+	}
+	// grpc.Trailer is how a unary interceptor reads the pushback; grpc-go
+	// allocates a copy of the trailer for it.
+	err := c.invoker(actx, c.method, c.req, out, c.cc, append(opts, grpc.Trailer(trailer))...)
+	if err != nil {
+		return c.r.judge(c.ctx, actx, err, *trailer)
+	}
+	c.winner = out
+	return nil
 }
 
 // judge returns the error an attempt made under actx, within a call made

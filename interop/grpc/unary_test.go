@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -269,5 +270,72 @@ func TestGRPCsOwnRetryStopsAtFive(t *testing.T) {
 	}
 	if got, want := ours.calls(), builtin.calls(); len(got) < 5 || !slices.Equal(got[:5], want) {
 		t.Errorf("the interceptor's grpc-previous-rpc-attempts: %q, grpc-go's: %q", got, want)
+	}
+}
+
+// stubInvoker and stubInterceptor are package variables so that the
+// compiler cannot inline the call through them: the allocations counted are
+// those of the interceptor as grpc-go calls it.
+var (
+	stubInvoker     grpc.UnaryInvoker
+	stubInterceptor grpc.UnaryClientInterceptor
+)
+
+func TestUnaryAllocatesOnceWhenTheFirstAttemptSucceeds(t *testing.T) {
+	stubInterceptor = grpcbackoff.NewRetrier(backoff.Schedule{}).UnaryClientInterceptor()
+	stubInvoker = func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error { return nil }
+	req, reply := &testgrpc.SimpleRequest{}, &testgrpc.SimpleResponse{}
+	// As generated code calls it: grpc.StaticMethod, then the caller's options.
+	opts := []grpc.CallOption{grpc.StaticMethod(), grpc.WaitForReady(true), grpc.MaxCallRecvMsgSize(1 << 20)}
+	ctx := context.Background()
+	allocs := testing.AllocsPerRun(100, func() {
+		if err := stubInterceptor(ctx, "/m", req, reply, nil, stubInvoker, opts...); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 1 {
+		t.Errorf("%v allocations per call, want at most 1", allocs)
+	}
+}
+
+func TestUnaryPassesTheCallersOptionsToEveryAttempt(t *testing.T) {
+	for _, n := range []int{0, 1, 3, 4, 6} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			caller := make([]grpc.CallOption, n, n+1) // spare room the interceptor must not write into
+			for i := range caller {
+				caller[i] = grpc.MaxCallRecvMsgSize(i + 1)
+			}
+			spare := caller[:n+1]
+			spare[n] = grpc.StaticMethod()
+			var got [][]grpc.CallOption
+			invoker := func(_ context.Context, _ string, _, _ any, _ *grpc.ClientConn, opts ...grpc.CallOption) error {
+				got = append(got, slices.Clone(opts))
+				if len(got) < 3 {
+					return status.Error(codes.Unavailable, "down")
+				}
+				return nil
+			}
+			r := grpcbackoff.NewRetrier(backoff.Schedule{Duration: time.Second, Steps: 3},
+				backoff.WithClock(backofftest.NewAutoStepClock(epoch)))
+			err := r.UnaryClientInterceptor()(context.Background(), "/m", &testgrpc.SimpleRequest{}, &testgrpc.SimpleResponse{}, nil, invoker, caller...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 3 {
+				t.Fatalf("%d attempts, want 3", len(got))
+			}
+			for i, opts := range got {
+				if len(opts) != n+1 || !slices.Equal(opts[:n], caller) {
+					t.Errorf("attempt %d: options %v, want the caller's %v and a trailer option", i+1, opts, caller)
+					continue
+				}
+				if _, ok := opts[n].(grpc.TrailerCallOption); !ok {
+					t.Errorf("attempt %d: last option %T, want grpc.TrailerCallOption", i+1, opts[n])
+				}
+			}
+			if _, ok := spare[n].(grpc.StaticMethodCallOption); !ok {
+				t.Errorf("the caller's spare slot holds %T: the interceptor wrote into the caller's array", spare[n])
+			}
+		})
 	}
 }

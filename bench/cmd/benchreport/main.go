@@ -46,11 +46,13 @@ var implLabels = map[string]string{
 	"floor":         "machine floor",
 	"failsafe":      "failsafe-go",
 	"aws":           "aws-sdk-go-v2 adaptive mode",
+	"nointerceptor": "grpc-go, no interceptor",
+	"grpcgo":        "grpc-go's own retry",
 	ours:            "ours",
 }
 
 // implOrder is the column order of the tables; ours comes last.
-var implOrder = []string{"floor", "timer", "rearmed", "clientgo", "priorityqueue", "xrate", "cenkalti", "apimachinery", "failsafe", "aws", ours}
+var implOrder = []string{"floor", "timer", "rearmed", "clientgo", "priorityqueue", "xrate", "cenkalti", "apimachinery", "failsafe", "aws", "nointerceptor", "grpcgo", ours}
 
 // higherIsBetter lists the units where a larger value wins.
 var higherIsBetter = map[string]bool{"items/s": true, "goodput%": true, "completed%": true}
@@ -235,6 +237,7 @@ var targets = []target{
 	{measure: "`Throttler` `Allow`+`Record`, 2 goroutines, against failsafe-go's adaptivethrottler", row: "ThrottlerDecision/mode=2goroutines", unit: "ns/op", ref: "failsafe", limit: 0.5, zeroAllocs: true},
 	{measure: "`AdaptiveRate` `Allow`+`Succeeded` before any 429, serial: allocations", row: "AdaptiveRateAllow/state=open/mode=serial", unit: "allocs/op", ref: "aws", limit: 0, absolute: true},
 	{measure: "`AdaptiveRate` `Allow`+`Succeeded` paced after a 429, serial: allocations", row: "AdaptiveRateAllow/state=paced/mode=serial", unit: "allocs/op", ref: "aws", limit: 0, absolute: true},
+	{measure: "unary gRPC call over bufconn that succeeds at once, through `grpcbackoff`'s interceptor with default options, against the same call with no interceptor", row: "GrpcUnary", unit: "ns/op", ref: "nointerceptor", limit: 1.05},
 	{measure: "`AddAfter` per call, queues filled to 3M waiting items", row: "AddAfter", unit: "ns/op", ref: "clientgo", limit: 0.25, zeroAllocs: true, beatPQ: true},
 	{measure: "`AddAfter` per call, queues of 10,000 waiting items (a new queue every 10,000 calls, counted)", row: "AddAfterSmall", unit: "ns/op", ref: "clientgo", limit: 0.27, zeroAllocs: true, beatPQ: true},
 	{measure: "heap bytes per waiting item at 1M", row: "WaitingHeap", unit: "B/item", ref: "clientgo", limit: 0.45, beatPQ: true},
