@@ -19,7 +19,9 @@ import (
 //
 // Options are applied in order; when one is given twice, the last one wins.
 // The zero Option does nothing. An Option is a small value: building one and
-// passing it allocates nothing (see BenchmarkRetryOptions).
+// passing it allocates nothing (see BenchmarkRetryOptions), except
+// WithBreakerOpenSchedule and WithBreakerFailureRatio with minRequests above
+// 255, which allocate once when built: build them once, with the breaker.
 //
 // # Which function reads which option
 //

@@ -228,7 +228,10 @@ func WithRetryable(retryable func(error) bool) Option {
 // the same way; one that succeeds returns nil.
 //
 // fn receives ctx. A panic in fn propagates. Retry allocates nothing per
-// attempt once its timer exists, beyond what fn and the hooks allocate. It
+// attempt once its timer exists, beyond what fn and the hooks allocate; fn
+// itself escapes to the heap, since hedged attempts (see below) call it from
+// other goroutines, so a closure that captures variables costs one
+// allocation per call. It
 // panics, before the first attempt, if ctx or fn is nil, if s.Factor is
 // +Inf while s.Cap ≤ 0, or if s.Jitter is above [MaxRetryJitter]: those
 // schedules ask for waits of centuries, which can only be a mistake.
