@@ -228,10 +228,8 @@ func WithRetryable(retryable func(error) bool) Option {
 // the same way; one that succeeds returns nil.
 //
 // fn receives ctx. A panic in fn propagates. Retry allocates nothing per
-// attempt once its timer exists, beyond what fn and the hooks allocate; fn
-// itself escapes to the heap, since hedged attempts (see below) call it from
-// other goroutines, so a closure that captures variables costs one
-// allocation per call. It
+// attempt once its timer exists, beyond what fn and the hooks allocate (and
+// a closure's own allocation: see Hedging). It
 // panics, before the first attempt, if ctx or fn is nil, if s.Factor is
 // +Inf while s.Cap ≤ 0, or if s.Jitter is above [MaxRetryJitter]: those
 // schedules ask for waits of centuries, which can only be a mistake.
@@ -271,9 +269,10 @@ func WithRetryable(retryable func(error) bool) Option {
 // Retry registers at most one waiter with its clock at a time: the timer of
 // the wait in progress, from just before [WithNotify]'s hook runs until the
 // wait ends. With [WithHedge], an attempt adds the timer of its hedge while
-// it runs, and a hedge that is not the last the timer of the next. A test that runs Retry on another goroutine steps a FakeClock
-// once HasWaiters reports it (or from the notify hook, as the Examples do);
-// package backofftest's AutoStepClock does that for you.
+// it runs, and a hedge that is not the last the timer of the next. A test
+// that runs Retry on another goroutine steps a FakeClock once HasWaiters
+// reports it (or from the notify hook, as the Examples do); package
+// backofftest's AutoStepClock does that for you.
 func Retry(ctx context.Context, s Schedule, fn func(context.Context) error, opts ...Option) error {
 	mustNotBeNil("Retry", "ctx", ctx == nil)
 	mustNotBeNil("Retry", "fn", fn == nil)
