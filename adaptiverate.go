@@ -195,6 +195,7 @@ func (r *AdaptiveRate) Allow() bool {
 		return false
 	}
 	r.takeLocked(now)
+	r.countSentLocked(now)
 	return true
 }
 
@@ -215,6 +216,7 @@ func (r *AdaptiveRate) Wait(ctx context.Context) error {
 	r.mu.Lock()
 	x, at := r.takeLocked(now)
 	if at <= now {
+		r.countSentLocked(now)
 		r.mu.Unlock()
 		return nil
 	}
@@ -240,6 +242,7 @@ func (r *AdaptiveRate) Wait(ctx context.Context) error {
 		// The timer or a signal: the slot's instant may have moved since.
 		if at = r.dueLocked(x); at <= now {
 			r.waiting--
+			r.countSentLocked(now)
 			r.mu.Unlock()
 			return nil
 		}
@@ -262,7 +265,9 @@ func (r *AdaptiveRate) takeLocked(now time.Duration) (float64, time.Duration) {
 	r.nextV = x + 1
 	at := max(r.dueLocked(x), now)
 	r.lastAt = at
-	r.countSentLocked(at)
+	// The measured rate counts the request when it goes (see Allow and
+	// Wait): counting it now, at an instant seconds ahead when many
+	// requests wait, would skew the rate measured up to then.
 	r.sentTotal++
 	return x, at
 }
