@@ -105,6 +105,10 @@ type AdaptiveRate struct {
 	waiting   int
 	changed   chan struct{}
 	signalled float64
+	// quotaUntil is when the quota the server last reported resets (see
+	// Quota): until then the rate is the reported one, and successes do
+	// not raise it.
+	quotaUntil time.Duration
 	// slowStart is true until the first cut: a success adds one request
 	// per second to the rate.
 	slowStart bool
@@ -417,7 +421,7 @@ func (r *AdaptiveRate) Succeeded() {
 	defer r.mu.Unlock()
 	r.staleLocked(now)
 	r.succeeded++
-	if r.rate == InfLimit {
+	if r.rate == InfLimit || now < r.quotaUntil {
 		return
 	}
 	r.measureLocked(now)

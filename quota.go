@@ -1,0 +1,41 @@
+package backoff
+
+import "time"
+
+// Quota reports what a server said of its quota in an answer: remaining
+// requests may still be sent before reset has passed (the IETF RateLimit
+// field's r and t, X-RateLimit-Remaining and -Reset; package httpretry
+// reads them when the pacer of its requests is an AdaptiveRate). Until
+// reset has passed, or the next report, the rate is what is left spent
+// evenly over what is left of the window: remaining, less the requests sent
+// and not yet answered (they will spend it too), over reset. So a client
+// paces at its quota from its first answer, before any throttling answer,
+// and successes do not raise the rate meanwhile. With nothing left every
+// request is held until reset, as by a Retry-After. Like every rate of an
+// AdaptiveRate, the rate is never below one request every 10 s.
+//
+// A report with reset ≤ 0, or with remaining negative or NaN, is ignored;
+// a throttling answer reported with [AdaptiveRate.Throttled] still cuts the
+// rate. Quota allocates nothing and is safe for concurrent use.
+func (r *AdaptiveRate) Quota(remaining float64, reset time.Duration) {
+	if !(remaining >= 0) || reset <= 0 {
+		return
+	}
+	now := r.now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	until := addInstant(now, reset)
+	r.quotaUntil = until
+	r.slowStart = false
+	inFlight := float64(r.sentTotal - min(r.answered, r.sentTotal))
+	left := remaining - inFlight
+	if left < 1 {
+		r.holdLocked(now, until)
+		return
+	}
+	v := left / reset.Seconds()
+	// Once the report is old, the rate grows from here as after a cut
+	// that found this rate: the window's rate is where the quota was.
+	r.ceiling, r.cutAt, r.climb = v, max(now, 1), 0
+	r.setRateLocked(now, v)
+}
