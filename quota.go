@@ -1,6 +1,20 @@
 package backoff
 
-import "time"
+import (
+	"time"
+
+	"github.com/retrykit/backoff/internal/optionhook"
+)
+
+func init() {
+	// httpretry reports the quotas its answers carry to the pacer of its
+	// options, when that is an AdaptiveRate.
+	optionhook.Pacer = func(opts any) any {
+		var cfg config
+		cfg.apply(opts.([]Option))
+		return cfg.retry.pacer
+	}
+}
 
 // Quota reports what a server said of its quota in an answer: remaining
 // requests may still be sent before reset has passed (the IETF RateLimit
@@ -8,7 +22,8 @@ import "time"
 // reads them when the pacer of its requests is an AdaptiveRate). Until
 // reset has passed, or the next report, the rate is what is left spent
 // evenly over what is left of the window: remaining, less the requests sent
-// and not yet answered (they will spend it too), over reset. So a client
+// and not yet answered (they will spend it too), over reset (less half a
+// second when reset is in whole seconds: headers round it up). So a client
 // paces at its quota from its first answer, before any throttling answer,
 // and successes do not raise the rate meanwhile. With nothing left every
 // request is held until reset, as by a Retry-After. Like every rate of an
@@ -27,13 +42,22 @@ func (r *AdaptiveRate) Quota(remaining float64, reset time.Duration) {
 	until := addInstant(now, reset)
 	r.quotaUntil = until
 	r.slowStart = false
-	inFlight := float64(r.sentTotal - min(r.answered, r.sentTotal))
+	// Requests given a slot and not answered, less those still waiting
+	// for theirs: sent, and about to spend the quota.
+	inFlight := float64(r.sentTotal - min(r.answered+uint64(r.waiting), r.sentTotal))
 	left := remaining - inFlight
 	if left < 1 {
 		r.holdLocked(now, until)
 		return
 	}
-	v := left / reset.Seconds()
+	// A reset in whole seconds, as headers give it, is the true one rounded
+	// up, by half a second on average: the rate spreads what is left over
+	// half a second less, or it would leave some of every window unused.
+	span := reset
+	if reset%time.Second == 0 {
+		span -= time.Second / 2
+	}
+	v := left / span.Seconds()
 	// Once the report is old, the rate grows from here as after a cut
 	// that found this rate: the window's rate is where the quota was.
 	r.ceiling, r.cutAt, r.climb = v, max(now, 1), 0

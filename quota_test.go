@@ -29,21 +29,23 @@ func TestAdaptiveRateQuota(t *testing.T) {
 	}
 
 	r.Quota(100, 10*time.Second)
-	assert.InDelta(t, 10, r.Rate(), 1e-9, "100 left for 10 s: 10/s")
+	assert.InDelta(t, 100/9.5, r.Rate(), 1e-9, "100 left for 10 s, in whole seconds: over 9.5 s")
+	r.Quota(100, 10*time.Second+time.Millisecond)
+	assert.InDelta(t, 100/10.001, r.Rate(), 1e-9, "100 left for 10.001 s")
 	for range 20 {
 		require.True(t, r.Allow())
 		r.Succeeded()
-		clk.Step(100 * time.Millisecond)
+		clk.Step(101 * time.Millisecond)
 	}
-	assert.InDelta(t, 10, r.Rate(), 1e-9, "successes do not raise a reported rate")
+	assert.InDelta(t, 100/10.001, r.Rate(), 1e-9, "successes do not raise a reported rate")
 
 	// Five requests sent and not answered will spend the quota too.
 	for range 5 {
-		clk.Step(100 * time.Millisecond)
+		clk.Step(101 * time.Millisecond)
 		require.True(t, r.Allow())
 	}
-	r.Quota(25, 2*time.Second)
-	assert.InDelta(t, 10, r.Rate(), 1e-9, "(25 - 5 in flight) / 2 s")
+	r.Quota(25, 2*time.Second+time.Millisecond)
+	assert.InDelta(t, 20/2.001, r.Rate(), 1e-9, "(25 - 5 in flight) / 2.001 s")
 
 	r.Quota(0, 3*time.Second)
 	clk.Step(3*time.Second - time.Millisecond)

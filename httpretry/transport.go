@@ -58,6 +58,9 @@ type Transport struct {
 	// derives it, on the options' clock.
 	attemptTimeout time.Duration
 	attemptContext func(context.Context) (context.Context, func())
+	// quota is the options' pacer when it is an AdaptiveRate: each answer's
+	// rate-limit headers are reported to it (see quotaOf).
+	quota *backoff.AdaptiveRate
 }
 
 // NewTransport returns a Transport that sends requests through base, and
@@ -116,6 +119,7 @@ func newTransport(where string, base http.RoundTripper, s backoff.Schedule, opts
 		}
 	}
 	t := &Transport{base: base, schedule: s, opts: opts, ready: true}
+	t.quota, _ = optionhook.Pacer(opts).(*backoff.AdaptiveRate)
 	if t.attemptTimeout, t.attemptContext = optionhook.AttemptTimeout(opts); t.attemptTimeout > 0 {
 		t.opts = append(slices.Clip(opts), backoff.WithAttemptTimeout(0))
 	}
@@ -268,6 +272,11 @@ func (a *attempts) try(ctx context.Context) error {
 		resp.Body = &attemptBody{ReadCloser: resp.Body, release: releaseAttempt}
 	}
 	a.last = resp
+	if a.t.quota != nil {
+		if remaining, reset, ok := quotaOf(resp.Header, time.Now()); ok {
+			a.t.quota.Quota(remaining, reset)
+		}
+	}
 	if !a.t.retryableStatus(resp.StatusCode) {
 		return nil
 	}

@@ -26,3 +26,7 @@ var ScheduleProblem func(s any) string
 // context.DeadlineExceeded, when the timeout has passed on the options'
 // clock, with the function that releases it.
 var AttemptTimeout func(opts any) (time.Duration, func(parent context.Context) (context.Context, func()))
+
+// Pacer returns the pacer that opts, a []backoff.Option, carry (the last
+// backoff.WithPacer's), or nil.
+var Pacer func(opts any) any
