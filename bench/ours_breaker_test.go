@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/retrykit/backoff"
@@ -65,3 +67,47 @@ func init() {
 }
 
 func noop() {}
+
+func init() {
+	breakerScenarioImpls = append(breakerScenarioImpls,
+		impl[func() scenarioBreaker]{"ours", func() scenarioBreaker {
+			o := &oursScenarioBreaker{}
+			// NewBreaker's defaults with every duration scaled: ratio 0.5
+			// over at least 20 outcomes, 5 failures in a row, 3 probes, as
+			// they are; the 10 s window and the 1 s, 2 s, 4 s (+10%) open
+			// times divided by breakerScale.
+			o.b = backoff.NewBreaker(
+				backoff.WithBreakerWindow(scaled(10*time.Second)),
+				backoff.WithBreakerOpenSchedule(backoff.Schedule{
+					Duration: scaled(time.Second), Factor: 2, Jitter: 0.1, Cap: scaled(4 * time.Second),
+				}),
+				backoff.WithBreakerStateChange(func(from, to backoff.BreakerState) {
+					if from == backoff.BreakerClosed && to == backoff.BreakerOpen {
+						o.opened.Add(1)
+					}
+				}),
+			)
+			return o
+		}},
+	)
+}
+
+// oursScenarioBreaker is our Breaker under TestBreakerScenarios.
+type oursScenarioBreaker struct {
+	b      *backoff.Breaker
+	opened atomic.Int64
+}
+
+func (o *oursScenarioBreaker) call(backend func() error) bool {
+	p, err := o.b.Allow()
+	if err != nil {
+		if !errors.Is(err, backoff.ErrBreakerOpen) {
+			panic(err)
+		}
+		return true
+	}
+	p.Done(context.Background(), backend())
+	return false
+}
+
+func (o *oursScenarioBreaker) trips() int64 { return o.opened.Load() }
