@@ -2,9 +2,10 @@
 // against the libraries it re-implements or competes with: client-go's
 // workqueue and flowcontrol, apimachinery's wait, controller-runtime's priority
 // queue, cenkalti/backoff/v5, golang.org/x/time/rate, failsafe-go's
-// adaptivelimiter and adaptivethrottler, the client-side rate limiter of
-// aws-sdk-go-v2's adaptive retry mode, and grpc-go's own retry (against the
-// interceptor of github.com/retrykit/backoff/interop/grpc).
+// adaptivelimiter, adaptivethrottler, circuitbreaker and hedgepolicy,
+// sony/gobreaker v2, the client-side rate limiter of aws-sdk-go-v2's
+// adaptive retry mode, and grpc-go's own retry (against the interceptor of
+// github.com/retrykit/backoff/interop/grpc).
 //
 // It is a module of its own so that the library never depends on what it is
 // compared with. Everything lives in _test.go files; run.sh builds the test

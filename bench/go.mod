@@ -17,6 +17,7 @@ require (
 	github.com/retrykit/backoff v0.1.0
 	github.com/retrykit/backoff/interop/grpc v0.1.0
 	github.com/sethvargo/go-retry v0.5.0
+	github.com/sony/gobreaker/v2 v2.4.0
 	golang.org/x/perf v0.0.0-20260908200009-22c9c6c9d4da
 	golang.org/x/time v0.16.0
 	google.golang.org/grpc v1.85.0

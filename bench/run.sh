@@ -46,10 +46,10 @@ addafter_ops=${ADDAFTER_OPS:-3000000x}
 prefaulted_ops=${PREFAULTED_OPS:-3000000x}
 extra=${EXTRA_FLAGS:-}
 
-impls=(clientgo priorityqueue xrate cenkalti apimachinery timer rearmed floor failsafe aws nointerceptor grpcgo ours)
+impls=(clientgo priorityqueue xrate cenkalti apimachinery timer rearmed floor failsafe failsafeexec gobreaker aws nointerceptor grpcgo nohedge plaintimer ours)
 # group name; -bench pattern for the benchmark functions, -benchtime
 groups=(
-  "micro;^Benchmark(QueueAddGetDone|QueueAddGetDonePriorities|QueueAddGetDoneFairness|BackoffNext|BackoffIsInBackOffSince|ItemExponentialWhen|ControllerLimiterWhenForget|BucketWhen|AddAfterSmall|LimiterAllow|LimiterWait|KeyedLimiterAllow|Retry|RetryBudget|Floor|AdaptivePermit|ThrottlerDecision|AdaptiveRateAllow|GrpcUnary)\$;$micro"
+  "micro;^Benchmark(QueueAddGetDone|QueueAddGetDonePriorities|QueueAddGetDoneFairness|BackoffNext|BackoffIsInBackOffSince|ItemExponentialWhen|ControllerLimiterWhenForget|BucketWhen|AddAfterSmall|LimiterAllow|LimiterWait|KeyedLimiterAllow|Retry|RetryBudget|Floor|AdaptivePermit|ThrottlerDecision|AdaptiveRateAllow|GrpcUnary|Breaker|RetryBreaker|HedgeNotFired)\$;$micro"
   "scenario;^Benchmark(WaitingHeap|Idle)\$;1x"
   "adaptive;^BenchmarkAdaptiveScenario\$;1x"
   "lateness;^BenchmarkLateness\$;$lateness_ops"

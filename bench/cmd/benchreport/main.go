@@ -45,14 +45,18 @@ var implLabels = map[string]string{
 	"rearmed":       "one re-armed time.AfterFunc",
 	"floor":         "machine floor",
 	"failsafe":      "failsafe-go",
+	"failsafeexec":  "failsafe-go's executor",
+	"gobreaker":     "sony/gobreaker v2",
 	"aws":           "aws-sdk-go-v2 adaptive mode",
 	"nointerceptor": "grpc-go, no interceptor",
 	"grpcgo":        "grpc-go's own retry",
+	"nohedge":       "ours without WithHedge",
+	"plaintimer":    "ours without WithHedge, plus one time.AfterFunc",
 	ours:            "ours",
 }
 
 // implOrder is the column order of the tables; ours comes last.
-var implOrder = []string{"floor", "timer", "rearmed", "clientgo", "priorityqueue", "xrate", "cenkalti", "apimachinery", "failsafe", "aws", "nointerceptor", "grpcgo", ours}
+var implOrder = []string{"floor", "timer", "rearmed", "clientgo", "priorityqueue", "xrate", "cenkalti", "apimachinery", "failsafe", "failsafeexec", "gobreaker", "aws", "nointerceptor", "grpcgo", "nohedge", "plaintimer", ours}
 
 // higherIsBetter lists the units where a larger value wins.
 var higherIsBetter = map[string]bool{"items/s": true, "goodput%": true, "completed%": true}
@@ -237,6 +241,13 @@ var targets = []target{
 	{measure: "`Throttler` `Allow`+`Record`, 2 goroutines, against failsafe-go's adaptivethrottler", row: "ThrottlerDecision/mode=2goroutines", unit: "ns/op", ref: "failsafe", limit: 0.5, zeroAllocs: true},
 	{measure: "`AdaptiveRate` `Allow`+`Succeeded` before any 429, serial: allocations", row: "AdaptiveRateAllow/state=open/mode=serial", unit: "allocs/op", ref: "aws", limit: 0, absolute: true},
 	{measure: "`AdaptiveRate` `Allow`+`Succeeded` paced after a 429, serial: allocations", row: "AdaptiveRateAllow/state=paced/mode=serial", unit: "allocs/op", ref: "aws", limit: 0, absolute: true},
+	{measure: "`Breaker` `Allow`+`BreakerPermit.Done` of a success, serial, against gobreaker's `Execute` (default Settings)", row: "Breaker/mode=serial", unit: "ns/op", ref: "gobreaker", limit: 0.5, zeroAllocs: true},
+	{measure: "`Breaker` `Allow`+`BreakerPermit.Done` of a success, GOMAXPROCS goroutines on one breaker, against gobreaker's `Execute` (default Settings)", row: "Breaker/mode=parallel", unit: "ns/op", ref: "gobreaker", limit: 0.5, zeroAllocs: true},
+	{measure: "`Breaker` `Allow`+`BreakerPermit.Done` of a success, serial, against failsafe-go's count-based breaker raw (`TryAcquirePermit`+`RecordSuccess`)", row: "Breaker/mode=serial", unit: "ns/op", ref: "failsafe", limit: 1.0, zeroAllocs: true},
+	{measure: "`Breaker` `Allow`+`BreakerPermit.Done` of a success, GOMAXPROCS goroutines on one breaker, against failsafe-go's count-based breaker raw", row: "Breaker/mode=parallel", unit: "ns/op", ref: "failsafe", limit: 1.0, zeroAllocs: true},
+	{measure: "`Retry` with `WithPacer(breaker)`, first attempt succeeds, serial, against failsafe-go's executor over its breaker alone (`failsafe.With(cb).Get`, row Breaker/mode=serial)", row: "RetryBreaker", refRow: "Breaker/mode=serial", unit: "ns/op", ref: "failsafeexec", limit: 0.2, zeroAllocs: true},
+	{measure: "`Retry` with `WithHedge(1h)`, first attempt succeeds, serial, against a plain `Retry` plus one `time.AfterFunc` armed and stopped", row: "HedgeNotFired", unit: "ns/op", ref: "plaintimer", limit: 1.0},
+	{measure: "`Retry` with `WithHedge(1h)`, first attempt succeeds: allocations, against a plain `Retry` plus one `time.AfterFunc` armed and stopped", row: "HedgeNotFired", unit: "allocs/op", ref: "plaintimer", limit: 1.0},
 	{measure: "unary gRPC call over bufconn that succeeds at once, through `grpcbackoff`'s interceptor with default options, against the same call with no interceptor", row: "GrpcUnary", unit: "ns/op", ref: "nointerceptor", limit: 1.05},
 	{measure: "`AddAfter` per call, queues filled to 3M waiting items", row: "AddAfter", unit: "ns/op", ref: "clientgo", limit: 0.25, zeroAllocs: true, beatPQ: true},
 	{measure: "`AddAfter` per call, queues of 10,000 waiting items (a new queue every 10,000 calls, counted)", row: "AddAfterSmall", unit: "ns/op", ref: "clientgo", limit: 0.27, zeroAllocs: true, beatPQ: true},
