@@ -109,8 +109,12 @@ fi
 echo "== benchstat"
 # One table per benchmark function, ours first so that benchstat's "vs base"
 # column reads "theirs compared with ours".
+theirs=()
+for impl in "${impls[@]}"; do
+  if [ "$impl" != ours ]; then theirs+=("$impl"); fi
+done
 for name in $(sed -n 's/^Benchmark\([A-Za-z0-9]*\).*/\1/p' "$raw" | awk '!seen[$0]++'); do
-  go tool benchstat -filter ".name:$name" -col "/impl@(ours ${impls[*]})" "$raw" |
+  go tool benchstat -filter ".name:$name" -col "/impl@(ours ${theirs[*]})" "$raw" |
     grep -v '^\(goos\|goarch\|pkg\|cpu\):' >>"$work/benchstat.txt"
   echo >>"$work/benchstat.txt"
 done
