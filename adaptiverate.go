@@ -95,8 +95,11 @@ type AdaptiveRate struct {
 	// on waiting at the start's rate for seconds after it had doubled.
 	v      float64
 	vAt    time.Duration
-	nextV  float64       // the next free slot
-	lastAt time.Duration // when the last slot given was due, or given if later
+	nextV float64 // the next free slot
+	// The slot of the request that went last, and when: a change of the
+	// rate spaces the next one from it.
+	lastSentV  float64
+	lastSentAt time.Duration
 	// Waiters re-read their slot's instant when changed is closed: on a
 	// cut, a hold, or a rise of more than rateSignalStep since the last
 	// time they were told (at the rate signalled). changed is made by the
@@ -109,6 +112,7 @@ type AdaptiveRate struct {
 	// Quota): until then the rate is the reported one, and successes do
 	// not raise it.
 	quotaUntil time.Duration
+	quotaLeft  float64 // the units the report left, less those taken since
 	// slowStart is true until the first cut: a success adds one request
 	// per second to the rate.
 	slowStart bool
@@ -189,17 +193,26 @@ func (r *AdaptiveRate) Rate() float64 {
 	return r.rate
 }
 
-// Allow reports whether a request may be sent now, and if so counts it. It
-// never blocks.
-func (r *AdaptiveRate) Allow() bool {
+// Allow is shorthand for AllowN(1).
+func (r *AdaptiveRate) Allow() bool { return r.AllowN(1) }
+
+// AllowN reports whether a request of n units may be sent now, and if so
+// counts it. It never blocks. A request of n units takes n times a
+// request's share of the rate: it goes when one of 1 unit would, and the
+// next one n/rate later, so that a rate in units (tokens per second, say)
+// paces requests of any size. n ≤ 0 is allowed and takes nothing.
+func (r *AdaptiveRate) AllowN(n int) bool {
+	if n <= 0 {
+		return true
+	}
 	now := r.now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if now < r.dueLocked(r.nextV) {
+	if now < r.dueLocked(r.nextV) || r.overQuotaLocked(now, float64(n)) {
 		return false
 	}
-	r.takeLocked(now)
-	r.countSentLocked(now)
+	x, at := r.takeLocked(now, float64(n))
+	r.sentLocked(x, at, float64(n))
 	return true
 }
 
@@ -210,17 +223,28 @@ func (r *AdaptiveRate) Allow() bool {
 // it is cut or a Retry-After holds them. It returns ctx's error at once if
 // ctx is already done, and if ctx ends while it waits (its slot is then
 // given back if no later request has been given the next one). While it
-// waits it holds one timer of the clock.
-func (r *AdaptiveRate) Wait(ctx context.Context) error {
+// waits it holds one timer of the clock. Wait is shorthand for WaitN(ctx, 1).
+func (r *AdaptiveRate) Wait(ctx context.Context) error { return r.WaitN(ctx, 1) }
+
+// WaitN is Wait for a request of n units (see AllowN). n ≤ 0 returns nil at
+// once, unless ctx is done.
+func (r *AdaptiveRate) WaitN(ctx context.Context, n int) error {
 	mustNotBeNil("AdaptiveRate.Wait", "ctx", ctx == nil)
 	if ctx.Err() != nil {
 		return contextError(ctx)
 	}
+	if n <= 0 {
+		return nil
+	}
+	units := float64(n)
 	now := r.now()
 	r.mu.Lock()
-	x, at := r.takeLocked(now)
+	if r.overQuotaLocked(now, units) {
+		r.holdLocked(now, r.quotaUntil)
+	}
+	x, at := r.takeLocked(now, units)
 	if at <= now {
-		r.countSentLocked(now)
+		r.sentLocked(x, at, units)
 		r.mu.Unlock()
 		return nil
 	}
@@ -236,9 +260,10 @@ func (r *AdaptiveRate) Wait(ctx context.Context) error {
 		r.mu.Lock()
 		if err != nil {
 			r.waiting--
-			if r.nextV == x+1 {
+			if r.nextV == x+units {
 				r.nextV = x // nobody has been given the slot after ours: free it
 			}
+			r.quotaLeft += units
 			r.sentTotal-- // the request is not sent
 			r.mu.Unlock()
 			return contextError(ctx)
@@ -246,16 +271,16 @@ func (r *AdaptiveRate) Wait(ctx context.Context) error {
 		// The timer or a signal: the slot's instant may have moved since.
 		if at = r.dueLocked(x); at <= now {
 			r.waiting--
-			r.countSentLocked(now)
+			r.sentLocked(x, at, units)
 			r.mu.Unlock()
 			return nil
 		}
 	}
 }
 
-// takeLocked gives the next request slot, due at or after now, and returns
-// it and the instant it is due.
-func (r *AdaptiveRate) takeLocked(now time.Duration) (float64, time.Duration) {
+// takeLocked gives the next slot, of n units, due at or after now, and
+// returns its start and the instant it is due.
+func (r *AdaptiveRate) takeLocked(now time.Duration, n float64) (float64, time.Duration) {
 	if now-r.dueLocked(r.nextV) > rateIdle {
 		r.succeeded, r.countedFrom = 0, now
 	}
@@ -266,12 +291,12 @@ func (r *AdaptiveRate) takeLocked(now time.Duration) (float64, time.Duration) {
 	}
 	// No burst: a slot that the axis has passed unused is lost.
 	x := max(r.nextV, r.axisLocked(now))
-	r.nextV = x + 1
+	r.nextV = x + n
 	at := max(r.dueLocked(x), now)
-	r.lastAt = at
-	// The measured rate counts the request when it goes (see Allow and
-	// Wait): counting it now, at an instant seconds ahead when many
-	// requests wait, would skew the rate measured up to then.
+	r.quotaLeft -= n
+	// The measured rate counts the request when it goes (sentLocked):
+	// counting it now, at an instant seconds ahead when many requests
+	// wait, would skew the rate measured up to then.
 	r.sentTotal++
 	return x, at
 }
@@ -330,10 +355,13 @@ func (r *AdaptiveRate) signalLocked() {
 	}
 }
 
-// countSentLocked counts a request sent at instant at in the measured rate.
-func (r *AdaptiveRate) countSentLocked(at time.Duration) {
+// sentLocked records a request of n units, whose slot starts at x, going at
+// instant at: in the measured rate, and as the slot the next ones are
+// spaced from.
+func (r *AdaptiveRate) sentLocked(x float64, at time.Duration, n float64) {
+	r.lastSentV, r.lastSentAt = x, at
 	r.measureLocked(at)
-	r.sentInBucket++
+	r.sentInBucket += n
 }
 
 // measureLocked closes the buckets that have ended by now.
@@ -469,15 +497,12 @@ func (r *AdaptiveRate) setRateLocked(now time.Duration, v float64) {
 	case r.waiting == 0 && r.dueLocked(r.nextV) <= now:
 		// The next slot is free already: it stays free.
 		r.v, r.vAt = r.axisLocked(now), now
-	case r.waiting == 0:
-		// Anchor the axis at the last slot given, when it went.
-		r.v, r.vAt = r.nextV-1, r.lastAt
-	case now > r.vAt:
-		// Anchor the axis at the last slot sent, the one before the
-		// waiting requests', at the instant it fell due.
-		last := r.nextV - 1 - float64(r.waiting)
-		r.vAt = addInstant(r.vAt, slotsDuration(max(last-r.v, 0), r.rate)-slotsDuration(max(r.v-last, 0), r.rate))
-		r.v = last
+	case r.waiting == 0 || now > r.vAt:
+		// Anchor the axis at the slot of the request that went last, when
+		// it went; a hold still holds the next one (dueLocked). With
+		// requests waiting through a hold, the axis keeps its start at the
+		// hold's end instead, so that they are spaced from there.
+		r.v, r.vAt = r.lastSentV, r.lastSentAt
 	}
 	old := r.rate
 	r.rate = v

@@ -30,6 +30,7 @@ func TestAdaptiveRateQuota(t *testing.T) {
 
 	r.Quota(100, 10*time.Second)
 	assert.InDelta(t, 100/9.5, r.Rate(), 1e-9, "100 left for 10 s, in whole seconds: over 9.5 s")
+	r = backoff.NewAdaptiveRate(backoff.WithClock(clk))
 	r.Quota(100, 10*time.Second+time.Millisecond)
 	assert.InDelta(t, 100/10.001, r.Rate(), 1e-9, "100 left for 10.001 s")
 	for range 20 {
