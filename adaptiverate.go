@@ -93,8 +93,8 @@ type AdaptiveRate struct {
 	// out as instants would keep the rate of the moment they were taken,
 	// and many goroutines waiting on a client in its slow start would go
 	// on waiting at the start's rate for seconds after it had doubled.
-	v      float64
-	vAt    time.Duration
+	v     float64
+	vAt   time.Duration
 	nextV float64 // the next free slot
 	// The slot of the request that went last, and when: a change of the
 	// rate spaces the next one from it.
