@@ -73,8 +73,9 @@ import (
 //
 // Requests are spaced 1/rate apart, with no burst. Time is read from the
 // clock of [WithClock]. An AdaptiveRate is safe for concurrent use by
-// multiple goroutines; Allow, Succeeded and Throttled allocate nothing, nor
-// does a waiting Wait in steady state. Its zero value is not usable (its
+// multiple goroutines; Allow, Succeeded, Throttled and Quota allocate
+// nothing, nor does a waiting Wait while the rate stays put (a change of the
+// rate while requests wait allocates the one channel that wakes them all). Its zero value is not usable (its
 // methods panic): use [NewAdaptiveRate].
 type AdaptiveRate struct {
 	clock  clock.WithDelayedExecution
