@@ -7,7 +7,17 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/retrykit/backoff/internal/optionhook"
 )
+
+func init() {
+	optionhook.Hedged = func(opts any) bool {
+		var cfg config
+		cfg.apply(opts.([]Option))
+		return cfg.retry.hedge.delay > 0
+	}
+}
 
 // WithHedge makes [Retry] and [RetryValue] hedge: when an attempt has not
 // answered delay after it started, Retry starts another one beside it, on a

@@ -26,3 +26,8 @@ var ScheduleProblem func(s any) string
 // context.DeadlineExceeded, when the timeout has passed on the options'
 // clock, with the function that releases it.
 var AttemptTimeout func(opts any) (time.Duration, func(parent context.Context) (context.Context, func()))
+
+// Hedged reports whether opts, a []backoff.Option, make backoff.Retry hedge
+// its attempts (a backoff.WithHedge with a positive delay, the last one
+// given).
+var Hedged func(opts any) bool
