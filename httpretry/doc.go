@@ -111,6 +111,15 @@
 //     backoff.WithRetryBudget, not a pacer, which allows retries only while
 //     they stay within a share of the requests.
 //
+// A Transport has one pacer for every request it sends, whatever the host,
+// and so one backoff.Breaker: a host that fails opens it for all of them.
+// Give each dependency a Transport of its own, or route each host to a
+// Transport with a breaker of its own (see the Transport's breakerPerHost
+// Example). The Transport does not keep a breaker per host itself: which
+// requests share a fate (a host, a port, a service behind several names) is
+// the caller's knowledge, and a map that grows with the hosts needs an
+// eviction rule that only the caller can choose.
+//
 // For the common case of an API with a quota:
 //
 //	rate := backoff.NewAdaptiveRate()
