@@ -108,4 +108,3 @@ func (c *closeCounter) closes() int {
 	defer c.mu.Unlock()
 	return c.n
 }
-
