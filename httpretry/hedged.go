@@ -15,8 +15,7 @@ import (
 // anyway is drained and closed.
 func (t *Transport) roundTripHedged(req *http.Request) (*http.Response, error) {
 	h := &hedgedAttempts{t: t, req: req}
-	opts := append(t.opts[:len(t.opts):len(t.opts)], backoff.WithHedgeRelease(discardValue))
-	resp, err := backoff.RetryValue(req.Context(), t.schedule, h.try, opts...)
+	resp, err := backoff.RetryValue(req.Context(), t.schedule, h.try, t.opts...)
 	return h.result(resp, err)
 }
 

@@ -129,6 +129,8 @@ func newTransport(where string, base http.RoundTripper, s backoff.Schedule, opts
 	t.onceOpts = t.opts
 	if t.hedged = optionhook.Hedged(t.opts); t.hedged {
 		t.onceOpts = append(slices.Clip(t.opts), backoff.WithHedge(0))
+		// A loser's response that arrives anyway is drained and closed.
+		t.opts = append(slices.Clip(t.opts), backoff.WithHedgeRelease(discardValue))
 	}
 	return t
 }
