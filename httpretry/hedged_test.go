@@ -248,3 +248,71 @@ func TestHedgedRequestRetriesAfterEveryAttemptFailed(t *testing.T) {
 	assert.Equal(t, 3, calls)
 	assert.Equal(t, h.meter.opened.Load(), h.meter.closed.Load(), "every response closed")
 }
+
+// TestHedgedAttemptTimeoutOutlivesTheCall: with backoff.WithAttemptTimeout,
+// a hedged request's response keeps its attempt's timer until its body is
+// closed, and reads until then; closing the body releases it.
+func TestHedgedAttemptTimeoutOutlivesTheCall(t *testing.T) {
+	var s script
+	h := newHarness(t, s.handler(ok), backoff.WithHedge(time.Hour), backoff.WithAttemptTimeout(time.Minute))
+	req, err := http.NewRequest(http.MethodGet, h.srv.URL, nil)
+	require.NoError(t, err)
+	resp, err := h.rt.RoundTrip(req)
+	require.NoError(t, err)
+	assert.True(t, h.clock.HasWaiters(), "the attempt's timer runs while the body is open")
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	assert.Equal(t, "ok", string(body))
+	require.NoError(t, resp.Body.Close())
+	assert.False(t, h.clock.HasWaiters(), "closing the body released the timer")
+}
+
+// TestHedgedRoundOfFailuresIsRetried: a hedge that fires and fails as its
+// attempt does leads to a retry after the Schedule's wait; the answer is the
+// retry's, and every response of the failed round is closed.
+func TestHedgedRoundOfFailuresIsRetried(t *testing.T) {
+	var mu sync.Mutex
+	calls := 0
+	arrived := make(chan struct{}, 2)
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		calls++
+		n := calls
+		mu.Unlock()
+		if n <= 2 { // the first round: the attempt and its hedge, answered together
+			arrived <- struct{}{}
+			<-release
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, "busy")
+			return
+		}
+		io.WriteString(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	clk := testclock.NewFakeClock(epoch)
+	m := &meter{base: srv.Client().Transport}
+	var waits []time.Duration
+	tr := httpretry.NewTransport(m, backoff.Schedule{Duration: time.Second, Steps: 3}, backoff.WithClock(clk),
+		backoff.WithHedge(hedgeDelay), backoff.WithNotify(func(_ int, _ error, next time.Duration) {
+			waits = append(waits, next) // on the request's goroutine
+			clk.Step(next)
+		}))
+	req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
+	require.NoError(t, err)
+
+	out := roundTripAsync(tr, req)
+	<-arrived
+	clk.Step(hedgeDelay)
+	<-arrived
+	close(release)
+	r := <-out
+	require.NoError(t, r.err)
+	body, err := io.ReadAll(r.resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, r.resp.Body.Close())
+	assert.Equal(t, "ok", string(body))
+	assert.Equal(t, []time.Duration{time.Second}, waits)
+	assert.EqualValues(t, 3, m.attempts.Load())
+	assert.Equal(t, m.opened.Load(), m.closed.Load(), "every response closed")
+}

@@ -78,8 +78,8 @@ type Transport struct {
 // give such requests a deadline. opts are kept as given and passed to every
 // Retry call; do not change the slice's elements afterwards. The hooks among
 // them (backoff.WithNotify's, backoff.WithRetryable's) run on the goroutine
-// of the request they concern, so with concurrent requests they may run
-// concurrently. With backoff.WithHedge, a request that may be repeated is
+// of the request they concern (backoff.WithRetryable's on a hedge's too), so
+// with concurrent requests, or hedges, they may run concurrently. With backoff.WithHedge, a request that may be repeated is
 // hedged: see the package documentation.
 //
 // With backoff.WithAttemptTimeout(d), each attempt is sent under a context
