@@ -24,7 +24,9 @@ func init() {
 // new goroutine, and takes whichever succeeds first. See Retry's Hedging
 // section for the rules. delay = 0 means no hedging (the default); a
 // negative delay makes it panic. With [WithHedgeDelay], delay is only the
-// one used until the learned delay is known.
+// one used until the learned delay is known. httpretry's Transport hedges
+// the requests it may send twice, each attempt with a request and a body of
+// its own.
 func WithHedge(delay time.Duration) Option {
 	mustNotBeNegative("WithHedge", "delay", delay)
 	return durationOption(optionHedge, delay)
