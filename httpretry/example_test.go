@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	testclock "k8s.io/utils/clock/testing"
@@ -226,4 +227,44 @@ func ExampleTransport_breakerPerHost() {
 	// http://down.example/ 503
 	// http://down.example/ refused: breaker open
 	// http://up.example/ 200
+}
+
+// slowReplica answers its first request only by giving up when the request
+// is cancelled, and every later one at once.
+type slowReplica struct {
+	arrived chan struct{} // closed when the first request arrives
+	calls   atomic.Int32
+}
+
+func (s *slowReplica) RoundTrip(req *http.Request) (*http.Response, error) {
+	if s.calls.Add(1) == 1 {
+		close(s.arrived)
+		<-req.Context().Done()
+		return nil, req.Context().Err()
+	}
+	return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Request: req,
+		Body: io.NopCloser(strings.NewReader("from the hedge"))}, nil
+}
+
+// A GET that has no answer after 50 ms is sent again beside the first; the
+// first answer wins and the slow request is cancelled. The 50 ms pass on a
+// fake clock here.
+func ExampleTransport_hedge() {
+	clock := testclock.NewFakeClock(time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC))
+	replica := &slowReplica{arrived: make(chan struct{})}
+	client := &http.Client{Transport: httpretry.NewTransport(replica, backoff.Schedule{Steps: 3},
+		backoff.WithClock(clock), backoff.WithHedge(50*time.Millisecond))}
+	go func() {
+		<-replica.arrived
+		clock.Step(50 * time.Millisecond)
+	}()
+	resp, err := client.Get("http://replica.example/")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Println(resp.StatusCode, string(body), "after", replica.calls.Load(), "requests")
+	// Output: 200 from the hedge after 2 requests
 }
