@@ -123,6 +123,8 @@ type Breaker struct {
 	_         [48]byte     // keeps the counters below off the read-mostly line
 	failures  atomic.Int64 // failures in a row, in the closed state
 	window    *breakerWindow
+	rejected  atomic.Uint64    // calls refused, ever (see Rejected)
+	entered   [3]atomic.Uint64 // changes into each state, ever (see Transitions)
 
 	mu         sync.Mutex
 	trips      int // trips since the breaker last closed
@@ -256,6 +258,7 @@ func (b *Breaker) allowSlow(w uint64) (BreakerPermit, error) {
 // refuse counts a refusal and returns its error, with a hint of wait if
 // wait > 0. The hint allocates: a refusal is not the path to make cheap.
 func (b *Breaker) refuse(wait time.Duration) error {
+	b.rejected.Add(1)
 	if b.metrics != nil {
 		b.metrics.IncRejected()
 	}
@@ -263,6 +266,27 @@ func (b *Breaker) refuse(wait time.Duration) error {
 		return ErrBreakerOpen
 	}
 	return &RetryAfterError{Delay: wait, Err: ErrBreakerOpen}
+}
+
+// Rejected returns the number of calls the breaker has refused since it
+// was created: the calls of Allow that returned an error, which include
+// the attempts it refused for [Retry] and the others that take it through
+// [WithPacer]. It is for metrics read when they are collected, as
+// [BreakerMetrics] is for metrics pushed as they happen.
+func (b *Breaker) Rejected() uint64 { return b.rejected.Load() }
+
+// Transitions returns how many times the breaker has changed into state to
+// since it was created: Transitions(BreakerOpen) counts its trips, failed
+// probes included, and Transitions(BreakerClosed) its recoveries (the
+// closed state it starts in is not counted). A state that is not one of
+// the three gives 0. Like [Breaker.Rejected], it is for metrics read when
+// they are collected; a change is counted when the breaker makes it, before
+// it reaches [WithBreakerStateChange]'s function.
+func (b *Breaker) Transitions(to BreakerState) uint64 {
+	if int(to) >= len(b.entered) {
+		return 0
+	}
+	return b.entered[to].Load()
 }
 
 // State returns the breaker's state now: an open breaker whose open time
@@ -392,6 +416,7 @@ func (b *Breaker) setStateLocked(to BreakerState) uint64 {
 		b.inFlight, b.succeeded = 0, 0
 	}
 	b.word.Store(w)
+	b.entered[to].Add(1)
 	if b.onChange != nil || b.metrics != nil {
 		b.pending = append(b.pending, breakerChange{from, to})
 	}

@@ -704,3 +704,31 @@ func ExampleBreaker_retry() {
 	// called at 1s
 	// err: <nil>
 }
+
+// TestBreakerCountsRefusalsAndTransitions: Rejected counts every refusal,
+// open or half-open with its probes out, and Transitions the changes into
+// each state, the initial closed state aside.
+func TestBreakerCountsRefusalsAndTransitions(t *testing.T) {
+	clk := testingclock.NewFakeClock(epoch)
+	b := backoff.NewBreaker(backoff.WithClock(clk), backoff.WithBreakerConsecutiveFailures(1), backoff.WithBreakerProbes(1), fixedOpen)
+	assert.Zero(t, b.Rejected())
+	assert.Zero(t, b.Transitions(backoff.BreakerClosed), "the initial state is not a change")
+	require.True(t, call(t, b, errDown)) // trips
+	require.False(t, call(t, b, nil))    // refused while open
+	require.False(t, call(t, b, nil))
+	assert.EqualValues(t, 2, b.Rejected())
+	clk.Step(time.Second)
+	p, err := b.Allow() // the probe
+	require.NoError(t, err)
+	require.False(t, call(t, b, nil), "refused: the probe is out")
+	assert.EqualValues(t, 3, b.Rejected())
+	p.Done(context.Background(), errDown) // re-trips
+	clk.Step(2 * time.Second)
+	require.True(t, call(t, b, nil)) // a probe that closes it
+	assert.Equal(t, backoff.BreakerClosed, b.State())
+	assert.EqualValues(t, 2, b.Transitions(backoff.BreakerOpen))
+	assert.EqualValues(t, 2, b.Transitions(backoff.BreakerHalfOpen))
+	assert.EqualValues(t, 1, b.Transitions(backoff.BreakerClosed))
+	assert.Zero(t, b.Transitions(backoff.BreakerState(7)))
+	assert.EqualValues(t, 3, b.Rejected())
+}

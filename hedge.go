@@ -7,14 +7,26 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/retrykit/backoff/internal/optionhook"
 )
+
+func init() {
+	optionhook.Hedged = func(opts any) bool {
+		var cfg config
+		cfg.apply(opts.([]Option))
+		return cfg.retry.hedge.delay > 0
+	}
+}
 
 // WithHedge makes [Retry] and [RetryValue] hedge: when an attempt has not
 // answered delay after it started, Retry starts another one beside it, on a
 // new goroutine, and takes whichever succeeds first. See Retry's Hedging
 // section for the rules. delay = 0 means no hedging (the default); a
 // negative delay makes it panic. With [WithHedgeDelay], delay is only the
-// one used until the learned delay is known.
+// one used until the learned delay is known. httpretry's Transport hedges
+// the requests it may send twice, each attempt with a request and a body of
+// its own.
 func WithHedge(delay time.Duration) Option {
 	mustNotBeNegative("WithHedge", "delay", delay)
 	return durationOption(optionHedge, delay)

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/retrykit/backoff"
+	grpcbackoff "github.com/retrykit/backoff/interop/grpc"
 )
 
 // These tests put our unary interceptor and grpc-go's own retry (gRFC A6's
@@ -196,10 +198,12 @@ func TestGrpcRetryBeyondTheOverlap(t *testing.T) {
 	t.Run("hedging", testGrpcHedging)
 }
 
-// testGrpcHedging is the place of the hedging comparison: a hedge sent
-// after 50 ms to a fast replica answers a call whose first attempt went to
-// a slow one. grpc-go does not implement hedging (grpc-go#2823): it accepts
-// A6's hedgingPolicy in the service config and sends one attempt.
+// testGrpcHedging is the hedging comparison: a hedge sent after 50 ms to a
+// fast replica answers a call whose first attempt went to a slow one.
+// grpc-go does not implement hedging (grpc-go#2823): it accepts A6's
+// hedgingPolicy in the service config and sends one attempt. Ours, with
+// backoff.WithHedge, sends the hedge, answers after 50 ms, and cancels the
+// slow attempt.
 func testGrpcHedging(t *testing.T) {
 	const hedgingConfig = `{"methodConfig": [{
 		"name": [{"service": "grpc.testing.TestService"}],
@@ -229,7 +233,37 @@ func testGrpcHedging(t *testing.T) {
 		})
 	})
 	t.Run("impl=ours", func(t *testing.T) {
-		t.Skip("to come with hedging in the library: the same server, answered by the hedge after 50 ms")
+		// The same policy as ours: a hedge after 50 ms, up to 2 hedges (3
+		// attempts in flight), on the bubble's clock.
+		synctest.Test(t, func(t *testing.T) {
+			var lost atomic.Bool // the slow replica's call was cancelled
+			srv := &grpcServer{answer: func(ctx context.Context, call int) error {
+				err := slowFirst(ctx, call)
+				if call == 1 {
+					lost.Store(ctx.Err() != nil)
+				}
+				return err
+			}}
+			r := grpcbackoff.NewRetrier(backoff.Schedule{Steps: 3},
+				backoff.WithHedge(50*time.Millisecond), backoff.WithMaxHedges(2))
+			client := dialGrpc(t, srv, grpc.WithDisableRetry(), grpc.WithChainUnaryInterceptor(r.UnaryClientInterceptor()))
+			start := time.Now()
+			if _, err := client.EmptyCall(context.Background(), &testgrpc.Empty{}); err != nil {
+				t.Fatal(err)
+			}
+			answered := time.Since(start)
+			synctest.Wait() // the slow replica's handler sees its cancellation and returns
+			arrived, previous := srv.calls()
+			if len(arrived) != 2 || answered != 50*time.Millisecond {
+				t.Errorf("%d calls, answered after %v; want 2 calls, answered by the hedge after 50ms", len(arrived), answered)
+			}
+			if !lost.Load() {
+				t.Error("the slow replica's call was not cancelled when the hedge won")
+			}
+			if len(previous) == 2 && previous[1] != "1" {
+				t.Errorf("the hedge's grpc-previous-rpc-attempts %q, want \"1\"", previous[1])
+			}
+		})
 	})
 }
 

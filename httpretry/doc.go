@@ -64,6 +64,24 @@
 // http.Client returns any status; its body still reads as the server sent
 // it, from memory for the part read already.
 //
+// # Hedging
+//
+// With backoff.WithHedge(delay), a request that the Transport may repeat
+// (one it would retry: idempotent, and with a body only if it has GetBody)
+// is hedged: when an attempt has had no response after delay, the request
+// is sent again beside it, up to backoff.WithMaxHedges copies at once, and
+// the first answer that is not retried wins. Each hedge sends a clone of the
+// request, with a body of its own from GetBody, under a context of its own;
+// the losers' contexts are cancelled, and a loser's response that arrives
+// anyway is drained and closed before RoundTrip returns (the Transport sets
+// backoff.WithHedgeRelease itself). The response returned keeps its
+// attempt's context until its body is closed. Hedges are charged to
+// backoff.WithRetryBudget's budget and paced by backoff.WithPacer's pacer
+// as retries are, and a refusal of either only suppresses the hedge. A
+// request that may not be repeated is sent once and never hedged. A hedged
+// attempt costs a request clone, a context and a goroutine that watches it,
+// beside what a plain attempt costs.
+//
 // # Pacing
 //
 // backoff.WithPacer paces every attempt, the first included, with one of the
@@ -83,9 +101,24 @@
 //     backoff.Limiter.
 //   - A downstream that refuses most requests, in an outage: a
 //     backoff.Throttler, which stops sending most of them from the client.
+//   - A downstream that is down, or times out, for seconds to minutes: a
+//     backoff.Breaker, which stops sending at all while it is open, and
+//     lets a few probes through to learn when it is back. A request it
+//     refuses is not sent; RoundTrip waits for the breaker's next probe,
+//     as for a Retry-After, while the Schedule's attempts and the request's
+//     context allow.
 //   - Retries that multiply the load in an outage (a retry storm):
 //     backoff.WithRetryBudget, not a pacer, which allows retries only while
 //     they stay within a share of the requests.
+//
+// A Transport has one pacer for every request it sends, whatever the host,
+// and so one backoff.Breaker: a host that fails opens it for all of them.
+// Give each dependency a Transport of its own, or route each host to a
+// Transport with a breaker of its own (see the Transport's breakerPerHost
+// Example). The Transport does not keep a breaker per host itself: which
+// requests share a fate (a host, a port, a service behind several names) is
+// the caller's knowledge, and a map that grows with the hosts needs an
+// eviction rule that only the caller can choose.
 //
 // For the common case of an API with a quota:
 //

@@ -1,10 +1,13 @@
 package httpretry_test
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	testclock "k8s.io/utils/clock/testing"
@@ -156,4 +159,112 @@ func ExampleNewTransport_overload() {
 	resp.Body.Close()
 	fmt.Println(resp.StatusCode, "limit lowered:", limiter.Limit() < 20, "in flight:", limiter.Inflight())
 	// Output: 200 limit lowered: true in flight: 0
+}
+
+// byHost is a RoundTripper that sends each request through the Transport
+// of its host, made on first use with a Breaker of its own: a host that is
+// down opens its breaker and no other's.
+type byHost struct {
+	newTransport func() *httpretry.Transport
+	mu           sync.Mutex
+	transports   map[string]*httpretry.Transport
+}
+
+func (b *byHost) RoundTrip(req *http.Request) (*http.Response, error) {
+	b.mu.Lock()
+	t, ok := b.transports[req.URL.Host]
+	if !ok {
+		t = b.newTransport()
+		b.transports[req.URL.Host] = t
+	}
+	b.mu.Unlock()
+	return t.RoundTrip(req)
+}
+
+// hosts answers 503 for down.example and 200 for every other host.
+type hosts struct{}
+
+func (hosts) RoundTrip(req *http.Request) (*http.Response, error) {
+	code := http.StatusOK
+	if req.URL.Host == "down.example" {
+		code = http.StatusServiceUnavailable
+	}
+	return &http.Response{StatusCode: code, Status: http.StatusText(code), Request: req,
+		Body: io.NopCloser(strings.NewReader(""))}, nil
+}
+
+// A Transport paced by a Breaker shares it across every host it sends to,
+// as it shares any pacer. To give each host its own breaker, route each
+// host to a Transport of its own.
+func ExampleTransport_breakerPerHost() {
+	clock := testclock.NewFakeClock(time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC))
+	client := &http.Client{Transport: &byHost{
+		transports: map[string]*httpretry.Transport{},
+		newTransport: func() *httpretry.Transport {
+			breaker := backoff.NewBreaker(backoff.WithClock(clock), backoff.WithBreakerConsecutiveFailures(3))
+			return httpretry.NewTransport(hosts{}, backoff.Schedule{Steps: 1}, backoff.WithClock(clock), backoff.WithPacer(breaker))
+		},
+	}}
+	for _, url := range []string{
+		"http://down.example/", "http://down.example/", "http://down.example/", "http://down.example/",
+		"http://up.example/",
+	} {
+		resp, err := client.Get(url)
+		if errors.Is(err, backoff.ErrBreakerOpen) {
+			fmt.Println(url, "refused: breaker open")
+			continue
+		}
+		if err != nil {
+			fmt.Println(url, err)
+			continue
+		}
+		resp.Body.Close()
+		fmt.Println(url, resp.StatusCode)
+	}
+	// Output:
+	// http://down.example/ 503
+	// http://down.example/ 503
+	// http://down.example/ 503
+	// http://down.example/ refused: breaker open
+	// http://up.example/ 200
+}
+
+// slowReplica answers its first request only by giving up when the request
+// is cancelled, and every later one at once.
+type slowReplica struct {
+	arrived chan struct{} // closed when the first request arrives
+	calls   atomic.Int32
+}
+
+func (s *slowReplica) RoundTrip(req *http.Request) (*http.Response, error) {
+	if s.calls.Add(1) == 1 {
+		close(s.arrived)
+		<-req.Context().Done()
+		return nil, req.Context().Err()
+	}
+	return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Request: req,
+		Body: io.NopCloser(strings.NewReader("from the hedge"))}, nil
+}
+
+// A GET that has no answer after 50 ms is sent again beside the first; the
+// first answer wins and the slow request is cancelled. The 50 ms pass on a
+// fake clock here.
+func ExampleTransport_hedge() {
+	clock := testclock.NewFakeClock(time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC))
+	replica := &slowReplica{arrived: make(chan struct{})}
+	client := &http.Client{Transport: httpretry.NewTransport(replica, backoff.Schedule{Steps: 3},
+		backoff.WithClock(clock), backoff.WithHedge(50*time.Millisecond))}
+	go func() {
+		<-replica.arrived
+		clock.Step(50 * time.Millisecond)
+	}()
+	resp, err := client.Get("http://replica.example/")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Println(resp.StatusCode, string(body), "after", replica.calls.Load(), "requests")
+	// Output: 200 from the hedge after 2 requests
 }

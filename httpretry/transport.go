@@ -61,6 +61,11 @@ type Transport struct {
 	// quota is the options' pacer when it is an AdaptiveRate: each answer's
 	// rate-limit headers are reported to it (see quotaOf).
 	quota *backoff.AdaptiveRate
+	// hedged: opts hedge (backoff.WithHedge), and repeatable requests take
+	// the hedged path (see hedged.go). onceOpts are opts without hedging,
+	// for a request sent once.
+	hedged   bool
+	onceOpts []backoff.Option
 }
 
 // NewTransport returns a Transport that sends requests through base, and
@@ -76,9 +81,9 @@ type Transport struct {
 // give such requests a deadline. opts are kept as given and passed to every
 // Retry call; do not change the slice's elements afterwards. The hooks among
 // them (backoff.WithNotify's, backoff.WithRetryable's) run on the goroutine
-// of the request they concern, so with concurrent requests they may run
-// concurrently. backoff.WithHedge is ignored: a Transport sends one attempt
-// of a request at a time.
+// of the request they concern (backoff.WithRetryable's on a hedge's too), so
+// with concurrent requests, or hedges, they may run concurrently. With backoff.WithHedge, a request that may be repeated is
+// hedged: see the package documentation.
 //
 // With backoff.WithAttemptTimeout(d), each attempt is sent under a context
 // that ends d after it starts, on the options' clock: a server that stalls
@@ -123,10 +128,14 @@ func newTransport(where string, base http.RoundTripper, s backoff.Schedule, opts
 	if t.attemptTimeout, t.attemptContext = optionhook.AttemptTimeout(opts); t.attemptTimeout > 0 {
 		t.opts = append(slices.Clip(opts), backoff.WithAttemptTimeout(0))
 	}
-	// The Transport sends one attempt at a time: its attempts share the
-	// request's state, so Retry's hedges, which run beside the attempt they
-	// hedge, are turned off.
-	t.opts = append(slices.Clip(t.opts), backoff.WithHedge(0))
+	// A request sent once is never hedged: its single attempt goes through
+	// Retry with hedging turned off.
+	t.onceOpts = t.opts
+	if t.hedged = optionhook.Hedged(t.opts); t.hedged {
+		t.onceOpts = append(slices.Clip(t.opts), backoff.WithHedge(0))
+		// A loser's response that arrives anyway is drained and closed.
+		t.opts = append(slices.Clip(t.opts), backoff.WithHedgeRelease(discardValue))
+	}
 	return t
 }
 
@@ -158,6 +167,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !t.mayRepeat(req) {
 		return a.once()
 	}
+	if t.hedged {
+		return t.roundTripHedged(req)
+	}
 	err := backoff.Retry(req.Context(), t.schedule, a.try, t.opts...)
 	return a.result(err)
 }
@@ -168,7 +180,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // is reported to backoff.WithNotify's hook, with an error that wraps
 // ErrNotRepeatable and the attempt's, and next = 0: no retry follows.
 func (a *attempts) once() (*http.Response, error) {
-	err := backoff.Retry(a.req.Context(), backoff.Schedule{Steps: 1}, a.try, a.t.opts...)
+	err := backoff.Retry(a.req.Context(), backoff.Schedule{Steps: 1}, a.try, a.t.onceOpts...)
 	if a.sent == 0 {
 		if hasBody(a.req) {
 			a.req.Body.Close() // the RoundTripper contract: the body is closed even on errors
@@ -176,7 +188,7 @@ func (a *attempts) once() (*http.Response, error) {
 		return nil, err // the pacer's wait ended with the request's context
 	}
 	if err != nil && a.retryable != nil && a.req.Context().Err() == nil {
-		optionhook.Notify(a.t.opts, 1, fmt.Errorf("%w: %w", ErrNotRepeatable, a.retryable), 0)
+		optionhook.Notify(a.t.onceOpts, 1, fmt.Errorf("%w: %w", ErrNotRepeatable, a.retryable), 0)
 	}
 	if a.last != nil {
 		return a.last, nil

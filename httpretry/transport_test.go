@@ -834,37 +834,3 @@ func TestAttemptTimeoutKeepsTheReturnedBodyReadable(t *testing.T) {
 	assert.Equal(t, "ok", body)
 	assert.False(t, h.clock.HasWaiters(), "the timer is released with the body")
 }
-
-// slowOnce is a RoundTripper whose answer takes long enough, on clk, for a
-// hedge to fire: it steps clk past the delay before answering, and counts
-// its calls.
-type slowOnce struct {
-	clk   *testclock.FakeClock
-	calls int
-	mu    sync.Mutex
-}
-
-func (s *slowOnce) RoundTrip(req *http.Request) (*http.Response, error) {
-	s.mu.Lock()
-	s.calls++
-	s.mu.Unlock()
-	s.clk.Step(time.Second)
-	return &http.Response{StatusCode: http.StatusOK, Body: io.NopCloser(strings.NewReader("ok")), Request: req}, nil
-}
-
-// TestTransportDoesNotHedge: the Transport's attempts share the request's
-// state, so backoff.WithHedge among its options is turned off: a slow
-// answer gets no second request.
-func TestTransportDoesNotHedge(t *testing.T) {
-	clk := testclock.NewFakeClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
-	base := &slowOnce{clk: clk}
-	tr := httpretry.NewTransport(base, backoff.Schedule{Steps: 3}, backoff.WithClock(clk), backoff.WithHedge(time.Millisecond))
-	req, err := http.NewRequest(http.MethodGet, "http://example.invalid/", nil)
-	require.NoError(t, err)
-	resp, err := tr.RoundTrip(req)
-	require.NoError(t, err)
-	resp.Body.Close()
-	base.mu.Lock()
-	defer base.mu.Unlock()
-	assert.Equal(t, 1, base.calls, "no hedge")
-}

@@ -30,3 +30,8 @@ var AttemptTimeout func(opts any) (time.Duration, func(parent context.Context) (
 // Pacer returns the pacer that opts, a []backoff.Option, carry (the last
 // backoff.WithPacer's), or nil.
 var Pacer func(opts any) any
+
+// Hedged reports whether opts, a []backoff.Option, make backoff.Retry hedge
+// its attempts (a backoff.WithHedge with a positive delay, the last one
+// given).
+var Hedged func(opts any) bool

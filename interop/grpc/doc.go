@@ -34,6 +34,14 @@
 // short because the caller's context ended (CANCELED, or the caller's own
 // deadline) says nothing about the server.
 //
+// An attempt that a pacer refuses (a backoff.Breaker that is open, a
+// backoff.Throttler) is not sent. A Breaker's refusal carries the time
+// until its next probe, which the call waits before its next attempt, as
+// for a pushback; a call whose attempts run out on refusals fails with
+// UNAVAILABLE, and errors.Is matches its error with backoff.ErrBreakerOpen.
+// With backoff.WithHedge, the unary interceptor sends a hedge beside an
+// attempt that has not answered after the delay, and cancels the losers.
+//
 // # Errors
 //
 // A call returns what grpc-go returns, a status error: the answer of the

@@ -88,12 +88,16 @@ func checkSchedule(s backoff.Schedule) {
 // attempts in flight at once never write the same message), copied into the
 // caller's on success. A call whose first attempt succeeds, with at most
 // three call options (generated code passes one, grpc.StaticMethod),
-// allocates once more than without the interceptor, besides grpc-go's copy
-// of the trailer that the grpc.Trailer option asks for.
+// allocates twice more than without the interceptor (the call's state, and
+// the attempt function that backoff.Retry keeps on the heap since a hedge
+// may call it from another goroutine), besides grpc-go's copy of the
+// trailer that the grpc.Trailer option asks for.
 func (r *Retrier) UnaryClientInterceptor() grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
-		// The call's one allocation of its own (see unaryCall); Retry
-		// itself allocates nothing when the first attempt succeeds.
+		// The call's allocations of its own: c (see unaryCall) and the
+		// method value c.attempt, which escapes into Retry (its hedges may
+		// call it); Retry itself allocates nothing more when the first
+		// attempt succeeds.
 		c := &unaryCall{r: r, ctx: ctx, method: method, req: req, reply: reply, cc: cc, invoker: invoker, callOpts: callOpts}
 		err := backoff.Retry(ctx, r.schedule, c.attempt, r.opts...)
 		if dst, ok := reply.(proto.Message); ok && err == nil {

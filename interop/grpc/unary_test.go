@@ -281,7 +281,10 @@ var (
 	stubInterceptor grpc.UnaryClientInterceptor
 )
 
-func TestUnaryAllocatesOnceWhenTheFirstAttemptSucceeds(t *testing.T) {
+// TestUnaryAllocatesTwiceWhenTheFirstAttemptSucceeds: the call's state
+// and its attempt function, which backoff.Retry keeps on the heap for its
+// hedges, are all the interceptor allocates when the first attempt succeeds.
+func TestUnaryAllocatesTwiceWhenTheFirstAttemptSucceeds(t *testing.T) {
 	stubInterceptor = grpcbackoff.NewRetrier(backoff.Schedule{}).UnaryClientInterceptor()
 	stubInvoker = func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error { return nil }
 	req, reply := &testgrpc.SimpleRequest{}, &testgrpc.SimpleResponse{}
@@ -293,8 +296,8 @@ func TestUnaryAllocatesOnceWhenTheFirstAttemptSucceeds(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	if allocs > 1 {
-		t.Errorf("%v allocations per call, want at most 1", allocs)
+	if allocs > 2 {
+		t.Errorf("%v allocations per call, want at most 2", allocs)
 	}
 }
 

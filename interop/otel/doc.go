@@ -50,6 +50,9 @@
 //	retrykit.adaptive_limiter.inflight     gauge      {call}     its permits held now
 //	retrykit.adaptive_rate.rate            gauge      {request}/s an AdaptiveRate's rate
 //	retrykit.throttler.rejected            counter    {request}  requests a Throttler rejected locally
+//	retrykit.breaker.state                 gauge      {state}    1 for a Breaker's current state, 0 for the others (attribute state)
+//	retrykit.breaker.transitions           counter    {transition} its changes into each state (attribute to)
+//	retrykit.breaker.rejected              counter    {call}     calls it refused
 //
 // The workqueue names are client-go's in OpenTelemetry's form: through an
 // OpenTelemetry Prometheus exporter they become client-go's

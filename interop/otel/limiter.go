@@ -21,8 +21,13 @@ type pacerObservation struct {
 // metrics are collected, until the returned function is called: a
 // backoff.AdaptiveLimiter's limit and permits in flight
 // (retrykit.adaptive_limiter.limit, retrykit.adaptive_limiter.inflight), a
-// backoff.AdaptiveRate's rate (retrykit.adaptive_rate.rate) or a
-// backoff.Throttler's local rejections (retrykit.throttler.rejected). A
+// backoff.AdaptiveRate's rate (retrykit.adaptive_rate.rate), a
+// backoff.Throttler's local rejections (retrykit.throttler.rejected), or a
+// backoff.Breaker's state, changes of state and refusals
+// (retrykit.breaker.state, retrykit.breaker.transitions,
+// retrykit.breaker.rejected). Reading a Breaker's state moves an open
+// breaker whose open time has passed to half-open, as its next call would;
+// its state-change function may then run on the collecting goroutine. A
 // backoff.Limiter reports nothing here: observe it with
 // [Metrics.ObserveLimiter]. ObservePacer panics if name is empty or p is
 // nil.

@@ -48,6 +48,9 @@ const (
 	AdaptiveInflightName    = "retrykit.adaptive_limiter.inflight"
 	AdaptiveRateName        = "retrykit.adaptive_rate.rate"
 	ThrottlerRejectedName   = "retrykit.throttler.rejected"
+	BreakerStateName        = "retrykit.breaker.state"
+	BreakerTransitionsName  = "retrykit.breaker.transitions"
+	BreakerRejectedName     = "retrykit.breaker.rejected"
 )
 
 // The attributes of the series.
@@ -58,6 +61,12 @@ const (
 	// PriorityKey is the priority of a workqueue.priority_depth series:
 	// the decimal priority, or backoff.OtherPriorityLabel.
 	PriorityKey = attribute.Key("priority")
+	// StateKey is the state of a retrykit.breaker.state series: "closed",
+	// "open" or "half-open" (backoff.BreakerState's String).
+	StateKey = attribute.Key("state")
+	// ToKey is the state a retrykit.breaker.transitions series counts the
+	// changes into, in StateKey's words.
+	ToKey = attribute.Key("to")
 )
 
 // durationBounds are the bucket bounds, in seconds, of the queue's duration
@@ -118,6 +127,8 @@ type observables struct {
 	adaptiveLimit, inflight                metric.Int64ObservableGauge
 	adaptiveRate                           metric.Float64ObservableGauge
 	throttled                              metric.Int64ObservableCounter
+	breakerState                           metric.Int64ObservableGauge
+	breakerTransitions, breakerRejected    metric.Int64ObservableCounter
 }
 
 // NewMetrics creates the instruments listed in the package documentation
@@ -237,9 +248,19 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	o.throttled, err = meter.Int64ObservableCounter(ThrottlerRejectedName, metric.WithUnit("{request}"),
 		metric.WithDescription("Requests the client-side throttler rejected locally."))
 	check(err)
+	o.breakerState, err = meter.Int64ObservableGauge(BreakerStateName, metric.WithUnit("{state}"),
+		metric.WithDescription("1 for the circuit breaker's current state, 0 for the others."))
+	check(err)
+	o.breakerTransitions, err = meter.Int64ObservableCounter(BreakerTransitionsName, metric.WithUnit("{transition}"),
+		metric.WithDescription("Changes of the circuit breaker into each state."))
+	check(err)
+	o.breakerRejected, err = meter.Int64ObservableCounter(BreakerRejectedName, metric.WithUnit("{call}"),
+		metric.WithDescription("Calls the circuit breaker refused."))
+	check(err)
 	if len(errs) == 0 {
 		m.registration, err = meter.RegisterCallback(m.observe,
 			o.adaptiveLimit, o.inflight, o.adaptiveRate, o.throttled,
+			o.breakerState, o.breakerTransitions, o.breakerRejected,
 			o.depth, o.prioDepth, o.adds, o.queueRetries, o.unfinished, o.longest, o.delayed, o.queueRefused,
 			o.budgetRequests, o.budgetRetries, o.refused, o.balance,
 			o.limit, o.burst, o.tokens, o.keys, o.admitted, o.rejected)
@@ -267,9 +288,17 @@ func nameSet(name string) attribute.Set {
 // observe reports the asynchronous instruments, summing the series of one
 // name.
 func (m *Metrics) observe(_ context.Context, obs metric.Observer) error {
+	o := &m.observables
+	var breakers []*pacerObservation
+	defer func() {
+		// After m.mu is released: a Breaker's State may call its
+		// state-change function.
+		for _, p := range breakers {
+			observeBreaker(obs, o, p.name, p.pacer.(*backoff.Breaker))
+		}
+	}()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	o := &m.observables
 	type queueSums struct {
 		depth, adds, retries int64
 		delayed, refused     int64
@@ -360,10 +389,30 @@ func (m *Metrics) observe(_ context.Context, obs metric.Observer) error {
 			obs.ObserveFloat64(o.adaptiveRate, pacer.Rate(), at)
 		case *backoff.Throttler:
 			obs.ObserveInt64(o.throttled, int64(pacer.Rejected()), at)
+		case *backoff.Breaker:
+			breakers = append(breakers, p)
 		}
 	}
 	for k := range m.keyedLimiters {
 		obs.ObserveInt64(o.keys, int64(k.limiter.Len()), metric.WithAttributeSet(nameSet(k.name)))
 	}
 	return nil
+}
+
+// breakerStates are a Breaker's states, in the order of their series.
+var breakerStates = [...]backoff.BreakerState{backoff.BreakerClosed, backoff.BreakerOpen, backoff.BreakerHalfOpen}
+
+// observeBreaker reports b's series under name.
+func observeBreaker(obs metric.Observer, o *observables, name string, b *backoff.Breaker) {
+	now := b.State()
+	for _, s := range breakerStates {
+		v := int64(0)
+		if s == now {
+			v = 1
+		}
+		obs.ObserveInt64(o.breakerState, v, metric.WithAttributes(NameKey.String(name), StateKey.String(s.String())))
+		obs.ObserveInt64(o.breakerTransitions, int64(b.Transitions(s)),
+			metric.WithAttributes(NameKey.String(name), ToKey.String(s.String())))
+	}
+	obs.ObserveInt64(o.breakerRejected, int64(b.Rejected()), metric.WithAttributeSet(nameSet(name)))
 }

@@ -2,6 +2,7 @@ package otel_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -356,6 +357,56 @@ func TestPacerGaugesReadThePacersAtCollection(t *testing.T) {
 	stop()
 	if _, ok := collect(t, reader).point(otel.ThrottlerRejectedName, search); ok {
 		t.Error("the throttler is still reported after stop")
+	}
+}
+
+// TestBreakerSeriesReadTheBreakerAtCollection: a Breaker's state, changes
+// of state and refusals are read when the metrics are collected; a breaker
+// whose open time has passed is reported half-open.
+func TestBreakerSeriesReadTheBreakerAtCollection(t *testing.T) {
+	m, reader := newMetrics(t)
+	fc := testingclock.NewFakeClock(epoch)
+	b := backoff.NewBreaker(backoff.WithClock(fc), backoff.WithBreakerConsecutiveFailures(1),
+		backoff.WithBreakerOpenSchedule(backoff.Schedule{Duration: time.Second}))
+	stop := m.ObservePacer("orders", b)
+	p, err := b.Allow()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Done(context.Background(), errors.New("connection refused")) // trips
+	for range 3 {
+		if _, err := b.Allow(); !errors.Is(err, backoff.ErrBreakerOpen) {
+			t.Fatalf("Allow = %v, want ErrBreakerOpen", err)
+		}
+	}
+	name := otel.NameKey.String("orders")
+	check := func(c collected, state backoff.BreakerState, opens, halfOpens float64) {
+		t.Helper()
+		for _, s := range []backoff.BreakerState{backoff.BreakerClosed, backoff.BreakerOpen, backoff.BreakerHalfOpen} {
+			want := 0.0
+			if s == state {
+				want = 1
+			}
+			if got := c.value(t, otel.BreakerStateName, name, otel.StateKey.String(s.String())); got != want {
+				t.Errorf("state %s = %v, want %v", s, got, want)
+			}
+		}
+		to := func(s backoff.BreakerState) float64 {
+			return c.value(t, otel.BreakerTransitionsName, name, otel.ToKey.String(s.String()))
+		}
+		if got := []float64{to(backoff.BreakerClosed), to(backoff.BreakerOpen), to(backoff.BreakerHalfOpen)}; got[0] != 0 || got[1] != opens || got[2] != halfOpens {
+			t.Errorf("transitions to closed, open, half-open = %v, want 0, %v, %v", got, opens, halfOpens)
+		}
+		if got := c.value(t, otel.BreakerRejectedName, name); got != 3 {
+			t.Errorf("rejected = %v, want 3", got)
+		}
+	}
+	check(collect(t, reader), backoff.BreakerOpen, 1, 0)
+	fc.Step(time.Second)
+	check(collect(t, reader), backoff.BreakerHalfOpen, 1, 1)
+	stop()
+	if _, ok := collect(t, reader).point(otel.BreakerRejectedName, name); ok {
+		t.Error("the breaker is still reported after stop")
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/retrykit/backoff"
 	"github.com/retrykit/backoff/httpretry"
+	"github.com/retrykit/backoff/internal/optionhook"
 )
 
 // The attributes of the spans and events a [Retrier] records.
@@ -92,6 +93,10 @@ const RetrySkippedEvent = "retry.skipped"
 // before an SDK is set), Retry is backoff.Retry, with no more allocations;
 // see BenchmarkRetry.
 //
+// A Retrier does not hedge: backoff.WithHedge among the options of its
+// calls is turned off, as its spans and [RetryValue]'s value follow one
+// attempt at a time.
+//
 // A Retrier is safe for concurrent use by multiple goroutines. Its zero
 // value is not usable: create it with [NewRetrier].
 type Retrier struct {
@@ -126,6 +131,7 @@ func NewRetrier(name string, opts ...Option) *Retrier {
 // plainOptions returns opts with the notify hook of WithNotify, if any,
 // for a call that records nothing.
 func (r *Retrier) plainOptions(opts []backoff.Option) []backoff.Option {
+	opts = noHedge(opts)
 	switch {
 	case r.notify == nil:
 		return opts
@@ -214,7 +220,17 @@ func (r *Retrier) begin(ctx context.Context, isHTTP bool) *call {
 
 // options returns opts with the call's notify hook last.
 func (c *call) options(opts []backoff.Option) []backoff.Option {
+	opts = noHedge(opts)
 	return append(opts[:len(opts):len(opts)], backoff.WithNotify(c.notify))
+}
+
+// noHedge returns opts, with backoff.WithHedge(0) after them if they hedge
+// (see Retrier): a call's attempts then never run at once.
+func noHedge(opts []backoff.Option) []backoff.Option {
+	if !optionhook.Hedged(opts) {
+		return opts
+	}
+	return append(opts[:len(opts):len(opts)], backoff.WithHedge(0))
 }
 
 // startAttempt counts an attempt, starts its span, called name, with the

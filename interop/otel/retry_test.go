@@ -3,6 +3,7 @@ package otel_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -228,5 +229,30 @@ func TestRetrierFollowsTheGlobalProvider(t *testing.T) {
 	}
 	if n := len(sr.Ended()); n != 2 {
 		t.Errorf("%d spans, want 2: the second call's span and its attempt", n)
+	}
+}
+
+// TestRetrierDoesNotHedge: backoff.WithHedge among a Retrier's options is
+// turned off, whether the Retrier records or not: a slow attempt gets no
+// second one beside it, so the attempts' spans never overlap.
+func TestRetrierDoesNotHedge(t *testing.T) {
+	tp, _ := newTracer(t)
+	for _, tc := range []struct {
+		name string
+		opts []otel.Option
+	}{{"recording nothing", nil}, {"tracing", []otel.Option{otel.WithTracerProvider(tp)}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			fc := testingclock.NewFakeClock(epoch)
+			r := otel.NewRetrier("op", append(tc.opts, otel.WithClock(fc))...)
+			var calls atomic.Int32
+			err := r.Retry(context.Background(), backoff.Schedule{Steps: 1}, func(context.Context) error {
+				calls.Add(1)
+				fc.Step(time.Hour) // past the hedge delay: a hedge's timer would fire here
+				return nil
+			}, backoff.WithClock(fc), backoff.WithHedge(time.Millisecond))
+			if err != nil || calls.Load() != 1 {
+				t.Errorf("Retry: %v after %d calls, want nil after 1", err, calls.Load())
+			}
+		})
 	}
 }
