@@ -91,7 +91,14 @@
 //   - 429 Too Many Requests (or 503) with a Retry-After, from a quota of
 //     requests per second that the client cannot see, such as a cloud API's
 //     shared with other clients: a backoff.AdaptiveRate, which learns the
-//     rate from those answers and waits for it before each attempt.
+//     rate from those answers and waits for it before each attempt. When
+//     answers carry the quota (the IETF RateLimit field, RateLimit-Remaining
+//     and -Reset, X-RateLimit-Remaining and -Reset, OpenAI's
+//     x-ratelimit-remaining-requests and -reset-requests), the Transport
+//     reports it to the AdaptiveRate (backoff.AdaptiveRate.Quota), which
+//     then paces at it from the first answer, before any 429. Without
+//     headers it starts at 5 requests a second and doubles about every
+//     second: give backoff.WithInitialRate when the quota is known roughly.
 //   - Latency that grows, then timeouts and 503s, when more requests are in
 //     flight than the downstream can serve at once: a
 //     backoff.AdaptiveLimiter, which learns how many may be in flight. It
