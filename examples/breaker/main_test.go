@@ -99,6 +99,7 @@ func sumInts(xs []int) int {
 // that involves every type, run twice gives the same figures and SVG;
 // another seed draws other figures.
 func TestProgram(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	out := runProgram(t, "-svg", filepath.Join(dir, "all.svg"))
 	for _, figure := range []string{
@@ -162,6 +163,7 @@ func checkSVG(t *testing.T, data []byte) {
 // TestScenarioFlag: -scenario selects by a prefix of a name or of a word
 // of it, and rejects what matches nothing.
 func TestScenarioFlag(t *testing.T) {
+	t.Parallel()
 	out := runProgram(t, "-scenario", "sparse")
 	assert.Contains(t, out, "== slow and sparse")
 	assert.NotContains(t, out, "== outage")
