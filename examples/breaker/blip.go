@@ -19,12 +19,12 @@ type blip struct{ sim.Blip }
 // blipFigures are the figures the program prints: the breaker's trips
 // (target 0) and the calls refused by it (target ≤ 0.2%).
 type blipFigures struct {
-	calls, rejected, timedOut int
-	trips                     int
-	rejectedShare             float64
-	tripsOK, rejectedOK       bool
-	run                       sim.CallRun
-	states                    []float64
+	calls, rejected     int
+	trips               int
+	rejectedShare       float64
+	tripsOK, rejectedOK bool
+	run                 sim.CallRun
+	states              []float64
 }
 
 func (s blip) figures() blipFigures {

@@ -175,12 +175,3 @@ func floats(counts []int) []float64 {
 	}
 	return ys
 }
-
-// constant returns n values v.
-func constant(n int, v float64) []float64 {
-	ys := make([]float64, n)
-	for i := range ys {
-		ys[i] = v
-	}
-	return ys
-}
