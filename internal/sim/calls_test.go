@@ -29,7 +29,7 @@ func (b *countingBudget) TryRetry() bool {
 type closedGate struct{ outcomes map[Outcome]int }
 
 func (g *closedGate) Allow(int) (time.Duration, bool) { return 0, true }
-func (g *closedGate) Done(_ int, o Outcome)          { g.outcomes[o]++ }
+func (g *closedGate) Done(_ int, o Outcome)           { g.outcomes[o]++ }
 
 func sum(xs []int) int {
 	n := 0
