@@ -1,7 +1,9 @@
 // Package sim holds what the adaptive pacers' discrete-event simulations
 // share: an agenda of events on virtual time, the distributions and
 // statistics they draw and report, and the capacity-drop scenario, which
-// both the library's own scenario tests and examples/adaptive run. A
+// both the library's own scenario tests and examples/adaptive run; and the
+// call model (retries, hedges, a retry budget and a circuit breaker, as
+// Retry uses them) with the four scenarios that examples/breaker runs. A
 // simulation sets a FakeClock to each event's instant in turn and calls the
 // types under test directly, so that minutes of traffic take milliseconds
 // and a seed always gives the same figures.
