@@ -25,6 +25,7 @@ import (
 	"log"
 	"math"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -646,25 +647,41 @@ const (
 )
 
 // writePartial appends to the report at path a section with the results of
-// a partial run, replacing the section of an earlier partial run: the rows
-// of the full run stay as they were, and a notice at the top says that some
-// were re-measured.
+// a partial run. An earlier partial run's section that measured any of the
+// same benchmark functions is replaced; one that measured others stays, so
+// that rows re-measured on different occasions all remain. The rows of the
+// full run stay as they were, and a notice at the top names every
+// benchmark function re-measured since.
 func writePartial(path string, d *data, r runInfo) error {
 	old, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
 	doc := string(old)
-	if i := strings.Index(doc, partialMarker); i >= 0 {
-		doc = strings.TrimRight(doc[:i], "\n") + "\n"
-	}
 	var names []string
 	for _, k := range d.order {
 		if name := d.rows[k].bench; !slices.Contains(names, name) {
 			names = append(names, name)
 		}
 	}
-	notice := noticeMarker + "\n> " + fmt.Sprintf("Re-measured after this run, alone: %s (see [Re-measured rows](#re-measured-rows) at the end).", strings.Join(names, ", ")) +
+	var kept []string      // earlier sections that measured other functions
+	var keptNames []string // and the functions they measured
+	if i := strings.Index(doc, partialMarker); i >= 0 {
+		sections := strings.Split(doc[i:], partialMarker)[1:]
+		doc = strings.TrimRight(doc[:i], "\n") + "\n"
+		for _, sec := range sections {
+			pattern := partialPattern(sec)
+			if pattern == nil || slices.ContainsFunc(names, pattern.MatchString) {
+				continue // measured again now, or unreadable: replaced
+			}
+			kept = append(kept, strings.TrimRight(sec, "\n"))
+			for _, n := range strings.Split(strings.Trim(pattern.String(), "^()$"), "|") {
+				keptNames = append(keptNames, n)
+			}
+		}
+	}
+	all := append(slices.Clone(keptNames), names...)
+	notice := noticeMarker + "\n> " + fmt.Sprintf("Re-measured after this run, alone: %s (see the sections \"Re-measured rows\" at the end).", strings.Join(all, ", ")) +
 		" Where a row appears in both places, the one at the end is newer.\n"
 	if i := strings.Index(doc, noticeMarker); i >= 0 {
 		end := strings.Index(doc[i:], "\n\n")
@@ -678,11 +695,14 @@ func writePartial(path string, d *data, r runInfo) error {
 	} else {
 		return fmt.Errorf("%s: not a report written by benchreport (no %q line)", path, generatedLine)
 	}
+	for _, sec := range kept {
+		doc = strings.TrimRight(doc, "\n") + "\n\n" + partialMarker + sec + "\n"
+	}
 	var b bytes.Buffer
 	b.WriteString(doc)
 	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, partialMarker)
-	fmt.Fprintln(&b, "## Re-measured rows")
+	fmt.Fprintln(&b, "## Re-measured rows: "+strings.Join(names, ", "))
 	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "Benchmark functions run again by themselves, with every implementation they compare.")
 	fmt.Fprintln(&b)
@@ -751,4 +771,19 @@ func writeBenchstat(w io.Writer, path, heading, intro string) error {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "```")
 	return nil
+}
+
+// partialPattern returns the ONLY pattern of a partial run's section, read
+// from its command line (`ONLY='A\|B' ...`), as a regular expression that
+// matches a whole benchmark function name; nil if there is none.
+func partialPattern(section string) *regexp.Regexp {
+	m := regexp.MustCompile("ONLY='([^']*)'").FindStringSubmatch(section)
+	if m == nil {
+		return nil
+	}
+	re, err := regexp.Compile("^(" + strings.ReplaceAll(m[1], `\|`, "|") + ")$")
+	if err != nil {
+		return nil
+	}
+	return re
 }
