@@ -675,9 +675,7 @@ func writePartial(path string, d *data, r runInfo) error {
 				continue // measured again now, or unreadable: replaced
 			}
 			kept = append(kept, strings.TrimRight(sec, "\n"))
-			for _, n := range strings.Split(strings.Trim(pattern.String(), "^()$"), "|") {
-				keptNames = append(keptNames, n)
-			}
+			keptNames = append(keptNames, strings.Split(strings.Trim(pattern.String(), "^()$"), "|")...)
 		}
 	}
 	all := append(slices.Clone(keptNames), names...)
