@@ -126,12 +126,14 @@ type roundResult struct {
 	release   func(any)
 }
 
-// hedgeRound is the state of one attempt and its hedges. Rounds are pooled
-// with their timer, so that a round whose hedge never fires allocates
-// nothing but the first attempt's context: the pool keeps the timer's
-// allocation, which a round that reuses the same clock then spares. Nothing
-// of a round reaches the caller's fn but that context, which is never
-// pooled: fn may keep its context after it returns.
+// hedgeRound is the state of one attempt and its hedges. Rounds are pooled,
+// and on a fake clock with their timer, so that a round whose hedge never
+// fires allocates nothing but the first attempt's context and, on the real
+// clock, its timer. A runtime timer is not pooled: one made inside a
+// testing/synctest bubble must never be reset outside it (the runtime
+// stops the program), and a pooled round cannot tell where it was made.
+// Nothing of a round reaches the caller's fn but that context, which is
+// never pooled: fn may keep its context after it returns.
 type hedgeRound struct {
 	// Set by hedgedAttempt before any hedge can start; read-only after.
 	parent         context.Context
@@ -472,6 +474,9 @@ func (r *hedgeRound) put() {
 	r.hedgeCtxs = r.hedgeCtxs[:0]
 	r.primaryDone, r.decided, r.hedgeWon = false, false, false
 	r.fired, r.sent = 0, 0
+	if _, real := r.timerClk.(clock.RealClock); real {
+		r.timer = nil // a runtime timer: see hedgeRound
+	}
 	if r.timer == nil {
 		r.clk, r.timerClk = nil, nil
 	}

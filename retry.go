@@ -258,9 +258,11 @@ func WithRetryable(retryable func(error) bool) Option {
 // context of its own, derived from ctx, that ends when the attempt
 // returns, as with [WithAttemptTimeout]: a value that fn returns must not
 // need its context afterwards. A hedged attempt whose hedge does not fire
-// costs one allocation more than a plain one, its context (see
-// BenchmarkRetryHedgeNotFired); the timer, on the clock of [WithClock], is
-// reused across calls. Since fn may run on another goroutine, the closure
+// costs its context and its timer more than a plain one: three allocations
+// on the real clock, whose timers are never reused across calls (one made
+// in a testing/synctest bubble must not be reset outside it), fewer on a
+// fake clock, whose timer is (see BenchmarkRetryHedgeNotFired). Since fn
+// may run on another goroutine, the closure
 // passed as fn is allocated on the heap when it captures variables, even
 // without WithHedge: Go decides that when compiling Retry.
 //
