@@ -9,6 +9,7 @@ import (
 
 	"github.com/retrykit/backoff"
 	"github.com/retrykit/backoff/internal/sim"
+	"github.com/retrykit/backoff/internal/svgplot"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -152,7 +153,7 @@ func (s capacityDrop) report(w io.Writer, f capacityFigures) {
 
 // panels draws r: the load and goodput, the limit, and the p99 latency,
 // each per second, over the span of reduced capacity.
-func (s capacityDrop) panels(r sim.CapacityRun) []panel {
+func (s capacityDrop) panels(r sim.CapacityRun) []svgplot.Panel {
 	n := int(s.End / time.Second)
 	capacity, workers := make([]float64, n), make([]float64, n)
 	latencies := make([][]time.Duration, n)
@@ -180,20 +181,20 @@ func (s capacityDrop) panels(r sim.CapacityRun) []panel {
 	}
 	xmax, shade := s.End.Seconds(), [2]float64{s.DropAt.Seconds(), s.RestoreAt.Seconds()}
 	const label = "half the workers"
-	return []panel{
-		{title: "capacity drop: requests per second", xmax: xmax, shade: shade, shadeLabel: label, lines: []series{
-			{name: "capacity", color: "#888", dash: "5,3", dt: 1, step: true, ys: capacity},
-			{name: "offered", color: "#e67e22", dt: 1, ys: floats(r.Offered[:n])},
-			{name: "goodput (served)", color: "#2471a3", dt: 1, ys: floats(r.Completions[:n])},
+	return []svgplot.Panel{
+		{Title: "capacity drop: requests per second", XMax: xmax, Shade: shade, ShadeLabel: label, Lines: []svgplot.Series{
+			{Name: "capacity", Color: "#888", Dash: "5,3", DT: 1, Step: true, YS: capacity},
+			{Name: "offered", Color: "#e67e22", DT: 1, YS: svgplot.Floats(r.Offered[:n])},
+			{Name: "goodput (served)", Color: "#2471a3", DT: 1, YS: svgplot.Floats(r.Completions[:n])},
 		}},
-		{title: "capacity drop: AdaptiveLimiter's limit (calls in flight)", xmax: xmax, shade: shade, shadeLabel: label, lines: []series{
-			{name: "workers", color: "#888", dash: "5,3", dt: 1, step: true, ys: workers},
-			{name: "limit (every 100 ms)", color: "#8e44ad", dt: sim.LimitEvery.Seconds(), step: true, ys: limits},
+		{Title: "capacity drop: AdaptiveLimiter's limit (calls in flight)", XMax: xmax, Shade: shade, ShadeLabel: label, Lines: []svgplot.Series{
+			{Name: "workers", Color: "#888", Dash: "5,3", DT: 1, Step: true, YS: workers},
+			{Name: "limit (every 100 ms)", Color: "#8e44ad", DT: sim.LimitEvery.Seconds(), Step: true, YS: limits},
 		}},
-		{title: "capacity drop: p99 latency of the requests admitted in each second (ms)", xmax: xmax, shade: shade, shadeLabel: label, lines: []series{
-			{name: "no-load p99", color: "#27ae60", dash: "5,3", dt: 1, step: true, ys: constant(n, float64(s.NoLoadP99())/float64(time.Millisecond))},
-			{name: "2× no-load p99 (target)", color: "#c0392b", dash: "2,3", dt: 1, step: true, ys: constant(n, 2*float64(s.NoLoadP99())/float64(time.Millisecond))},
-			{name: "p99 latency", color: "#2471a3", dt: 1, ys: p99},
+		{Title: "capacity drop: p99 latency of the requests admitted in each second (ms)", XMax: xmax, Shade: shade, ShadeLabel: label, Lines: []svgplot.Series{
+			{Name: "no-load p99", Color: "#27ae60", Dash: "5,3", DT: 1, Step: true, YS: svgplot.Constant(n, float64(s.NoLoadP99())/float64(time.Millisecond))},
+			{Name: "2× no-load p99 (target)", Color: "#c0392b", Dash: "2,3", DT: 1, Step: true, YS: svgplot.Constant(n, 2*float64(s.NoLoadP99())/float64(time.Millisecond))},
+			{Name: "p99 latency", Color: "#2471a3", DT: 1, YS: p99},
 		}},
 	}
 }

@@ -45,6 +45,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/retrykit/backoff/internal/svgplot"
 )
 
 // epoch is the instant every simulation starts at. The Throttler seeds its
@@ -56,11 +58,11 @@ var epoch = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
 // w and returns its charts and its verdicts, one per target.
 type scenario struct {
 	name string
-	run  func(seed uint64, w io.Writer) ([]panel, []bool)
+	run  func(seed uint64, w io.Writer) ([]svgplot.Panel, []bool)
 }
 
 var scenarios = []scenario{
-	{"capacity-drop", func(seed uint64, w io.Writer) ([]panel, []bool) {
+	{"capacity-drop", func(seed uint64, w io.Writer) ([]svgplot.Panel, []bool) {
 		s := defaultCapacityDrop
 		s.Seed = seed
 		r := s.run()
@@ -68,14 +70,14 @@ var scenarios = []scenario{
 		s.report(w, f)
 		return s.panels(r), []bool{f.goodputOK, f.p99OK, f.driftOK, f.restoreOK}
 	}},
-	{"shared-quota", func(seed uint64, w io.Writer) ([]panel, []bool) {
+	{"shared-quota", func(seed uint64, w io.Writer) ([]svgplot.Panel, []bool) {
 		s := defaultSharedQuota
 		s.seed = seed
 		f := s.figures()
 		s.report(w, f)
 		return s.panels(f), []bool{f.fewerOK, f.completionOK}
 	}},
-	{"outage", func(seed uint64, w io.Writer) ([]panel, []bool) {
+	{"outage", func(seed uint64, w io.Writer) ([]svgplot.Panel, []bool) {
 		s := defaultOutage
 		s.seed = seed
 		r := s.run()
@@ -118,7 +120,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if len(selected) == 0 {
 		return fmt.Errorf("no scenario matches -scenario %q: the scenarios are %s", *only, names())
 	}
-	var panels []panel
+	var panels []svgplot.Panel
 	met, missed := 0, 0
 	fmt.Fprintf(stdout, "adaptive pacers on a fake clock, seed %d\n", *seed)
 	for _, sc := range selected {
@@ -141,7 +143,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	err = writeSVG(f, fmt.Sprintf("adaptive pacers on a fake clock, seed %d", *seed), panels)
+	err = svgplot.WriteSVG(f, fmt.Sprintf("adaptive pacers on a fake clock, seed %d", *seed), panels)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

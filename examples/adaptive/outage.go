@@ -9,6 +9,7 @@ import (
 
 	"github.com/retrykit/backoff"
 	"github.com/retrykit/backoff/internal/sim"
+	"github.com/retrykit/backoff/internal/svgplot"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -142,13 +143,13 @@ func (s outage) report(w io.Writer, f outageFigures) {
 }
 
 // panels draws the requests, those sent and those accepted, per second.
-func (s outage) panels(r outageRun) []panel {
+func (s outage) panels(r outageRun) []svgplot.Panel {
 	n := int(s.end / time.Second)
-	return []panel{{title: "outage: requests per second through the Throttler", xmax: s.end.Seconds(),
-		shade: [2]float64{s.outageAt.Seconds(), (s.outageAt + s.outageFor).Seconds()}, shadeLabel: fmt.Sprintf("backend rejects %.0f%%", 100*s.reject),
-		lines: []series{
-			{name: "requests", color: "#888", dt: 1, ys: floats(r.requests[:n])},
-			{name: "sent to the backend", color: "#e67e22", dt: 1, ys: floats(r.sent[:n])},
-			{name: "accepted", color: "#2471a3", dt: 1, ys: floats(r.accepted[:n])},
+	return []svgplot.Panel{{Title: "outage: requests per second through the Throttler", XMax: s.end.Seconds(),
+		Shade: [2]float64{s.outageAt.Seconds(), (s.outageAt + s.outageFor).Seconds()}, ShadeLabel: fmt.Sprintf("backend rejects %.0f%%", 100*s.reject),
+		Lines: []svgplot.Series{
+			{Name: "requests", Color: "#888", DT: 1, YS: svgplot.Floats(r.requests[:n])},
+			{Name: "sent to the backend", Color: "#e67e22", DT: 1, YS: svgplot.Floats(r.sent[:n])},
+			{Name: "accepted", Color: "#2471a3", DT: 1, YS: svgplot.Floats(r.accepted[:n])},
 		}}}
 }

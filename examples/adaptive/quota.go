@@ -9,6 +9,7 @@ import (
 
 	"github.com/retrykit/backoff"
 	"github.com/retrykit/backoff/internal/sim"
+	"github.com/retrykit/backoff/internal/svgplot"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -217,25 +218,25 @@ func (s sharedQuota) report(w io.Writer, f quotaFigures) {
 
 // panels draws the requests sent and the 429s per second, with exponential
 // backoff alone and with an AdaptiveRate per client.
-func (s sharedQuota) panels(f quotaFigures) []panel {
+func (s sharedQuota) panels(f quotaFigures) []svgplot.Panel {
 	xmax := math.Ceil(max(f.backoff.completion, f.adaptive.completion).Seconds()/10) * 10
 	n := int(xmax)
 	pad := func(counts []int) []float64 {
-		ys := floats(counts)
+		ys := svgplot.Floats(counts)
 		for len(ys) < n {
 			ys = append(ys, math.NaN())
 		}
 		return ys
 	}
-	return []panel{
-		{title: "shared quota: requests sent per second, all clients", xmax: xmax, lines: []series{
-			{name: "quota", color: "#888", dash: "5,3", dt: 1, step: true, ys: constant(n, s.quota)},
-			{name: "exponential backoff alone", color: "#c0392b", dt: 1, ys: pad(f.backoff.sentPerSec)},
-			{name: "AdaptiveRate + backoff", color: "#2471a3", dt: 1, ys: pad(f.adaptive.sentPerSec)},
+	return []svgplot.Panel{
+		{Title: "shared quota: requests sent per second, all clients", XMax: xmax, Lines: []svgplot.Series{
+			{Name: "quota", Color: "#888", Dash: "5,3", DT: 1, Step: true, YS: svgplot.Constant(n, s.quota)},
+			{Name: "exponential backoff alone", Color: "#c0392b", DT: 1, YS: pad(f.backoff.sentPerSec)},
+			{Name: "AdaptiveRate + backoff", Color: "#2471a3", DT: 1, YS: pad(f.adaptive.sentPerSec)},
 		}},
-		{title: "shared quota: 429 answers per second", xmax: xmax, lines: []series{
-			{name: "exponential backoff alone", color: "#c0392b", dt: 1, ys: pad(f.backoff.throttledPerSec)},
-			{name: "AdaptiveRate + backoff", color: "#2471a3", dt: 1, ys: pad(f.adaptive.throttledPerSec)},
+		{Title: "shared quota: 429 answers per second", XMax: xmax, Lines: []svgplot.Series{
+			{Name: "exponential backoff alone", Color: "#c0392b", DT: 1, YS: pad(f.backoff.throttledPerSec)},
+			{Name: "AdaptiveRate + backoff", Color: "#2471a3", DT: 1, YS: pad(f.adaptive.throttledPerSec)},
 		}},
 	}
 }

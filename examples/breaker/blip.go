@@ -8,6 +8,7 @@ import (
 
 	"github.com/retrykit/backoff"
 	"github.com/retrykit/backoff/internal/sim"
+	"github.com/retrykit/backoff/internal/svgplot"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -51,15 +52,15 @@ func (s blip) report(w io.Writer, f blipFigures) {
 	tw.Flush()
 }
 
-func (s blip) panels(f blipFigures) []panel {
+func (s blip) panels(f blipFigures) []svgplot.Panel {
 	n := int(s.End / time.Second)
-	return []panel{{title: "blip: calls and attempts per second", xmax: s.End.Seconds(),
-		shade: [2]float64{s.From.Seconds(), s.To.Seconds()}, shadeLabel: fmt.Sprintf("%.2f%% time out", 100*s.Share),
-		lines: []series{
-			{name: "calls", color: "#888", dt: 1, ys: floats(f.run.Calls[:n])},
-			{name: "attempts sent", color: "#2471a3", dt: 1, ys: floats(f.run.Sent[:n])},
-			{name: "rejected locally", color: "#c0392b", dt: 1, ys: floats(f.run.Rejected[:n])},
-			{name: "breaker state ×100 (0 closed, 100 half-open, 200 open)", color: "#27ae60", dt: 1, step: true, ys: scale(f.states, 100)},
+	return []svgplot.Panel{{Title: "blip: calls and attempts per second", XMax: s.End.Seconds(),
+		Shade: [2]float64{s.From.Seconds(), s.To.Seconds()}, ShadeLabel: fmt.Sprintf("%.2f%% time out", 100*s.Share),
+		Lines: []svgplot.Series{
+			{Name: "calls", Color: "#888", DT: 1, YS: svgplot.Floats(f.run.Calls[:n])},
+			{Name: "attempts sent", Color: "#2471a3", DT: 1, YS: svgplot.Floats(f.run.Sent[:n])},
+			{Name: "rejected locally", Color: "#c0392b", DT: 1, YS: svgplot.Floats(f.run.Rejected[:n])},
+			{Name: "breaker state ×100 (0 closed, 100 half-open, 200 open)", Color: "#27ae60", DT: 1, Step: true, YS: scale(f.states, 100)},
 		}}}
 }
 

@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/retrykit/backoff/internal/sim"
+	"github.com/retrykit/backoff/internal/svgplot"
 )
 
 // epoch is the instant every simulation starts at.
@@ -47,32 +48,32 @@ var epoch = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
 // w and returns its charts and its verdicts, one per target.
 type scenario struct {
 	name string
-	run  func(seed uint64, w io.Writer) ([]panel, []bool)
+	run  func(seed uint64, w io.Writer) ([]svgplot.Panel, []bool)
 }
 
 var scenarios = []scenario{
-	{"stragglers", func(seed uint64, w io.Writer) ([]panel, []bool) {
+	{"stragglers", func(seed uint64, w io.Writer) ([]svgplot.Panel, []bool) {
 		s := stragglers{sim.DefaultStragglers}
 		s.Seed = seed
 		f := s.figures()
 		s.report(w, f)
 		return s.panels(f), []bool{f.ratioOK, f.extraOK}
 	}},
-	{"outage", func(seed uint64, w io.Writer) ([]panel, []bool) {
+	{"outage", func(seed uint64, w io.Writer) ([]svgplot.Panel, []bool) {
 		s := outage{sim.DefaultOutage}
 		s.Seed = seed
 		f := s.figures()
 		s.report(w, f)
 		return s.panels(f), []bool{f.offeredOK, f.reachedOK, f.backOK}
 	}},
-	{"blip", func(seed uint64, w io.Writer) ([]panel, []bool) {
+	{"blip", func(seed uint64, w io.Writer) ([]svgplot.Panel, []bool) {
 		s := blip{sim.DefaultBlip}
 		s.Seed = seed
 		f := s.figures()
 		s.report(w, f)
 		return s.panels(f), []bool{f.tripsOK, f.rejectedOK}
 	}},
-	{"slow-sparse", func(seed uint64, w io.Writer) ([]panel, []bool) {
+	{"slow-sparse", func(seed uint64, w io.Writer) ([]svgplot.Panel, []bool) {
 		s := sparse{sim.DefaultSparse}
 		s.Seed = seed
 		f := s.figures()
@@ -114,7 +115,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if len(selected) == 0 {
 		return fmt.Errorf("no scenario matches -scenario %q: the scenarios are %s", *only, names())
 	}
-	var panels []panel
+	var panels []svgplot.Panel
 	met, missed := 0, 0
 	fmt.Fprintf(stdout, "a breaker, hedging and a retry budget on a fake clock, seed %d\n", *seed)
 	for _, sc := range selected {
@@ -137,7 +138,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	err = writeSVG(f, fmt.Sprintf("a breaker, hedging and a retry budget on a fake clock, seed %d", *seed), panels)
+	err = svgplot.WriteSVG(f, fmt.Sprintf("a breaker, hedging and a retry budget on a fake clock, seed %d", *seed), panels)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

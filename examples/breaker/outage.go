@@ -8,6 +8,7 @@ import (
 
 	"github.com/retrykit/backoff"
 	"github.com/retrykit/backoff/internal/sim"
+	"github.com/retrykit/backoff/internal/svgplot"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -85,13 +86,13 @@ func (s outage) report(w io.Writer, f outageFigures) {
 	tw.Flush()
 }
 
-func (s outage) panels(f outageFigures) []panel {
+func (s outage) panels(f outageFigures) []svgplot.Panel {
 	n := int(s.End / time.Second)
-	return []panel{{title: "outage: attempts per second", xmax: s.End.Seconds(),
-		shade: [2]float64{s.Down.Seconds(), s.Up.Seconds()}, shadeLabel: "backend down",
-		lines: []series{
-			{name: "calls", color: "#888", dt: 1, ys: floats(f.plainRun.Calls[:n])},
-			{name: "sent: retries + hedges + budget", color: "#e67e22", dt: 1, ys: floats(f.plainRun.Sent[:n])},
-			{name: "sent: and the breaker", color: "#2471a3", dt: 1, ys: floats(f.breakerRun.Sent[:n])},
+	return []svgplot.Panel{{Title: "outage: attempts per second", XMax: s.End.Seconds(),
+		Shade: [2]float64{s.Down.Seconds(), s.Up.Seconds()}, ShadeLabel: "backend down",
+		Lines: []svgplot.Series{
+			{Name: "calls", Color: "#888", DT: 1, YS: svgplot.Floats(f.plainRun.Calls[:n])},
+			{Name: "sent: retries + hedges + budget", Color: "#e67e22", DT: 1, YS: svgplot.Floats(f.plainRun.Sent[:n])},
+			{Name: "sent: and the breaker", Color: "#2471a3", DT: 1, YS: svgplot.Floats(f.breakerRun.Sent[:n])},
 		}}}
 }

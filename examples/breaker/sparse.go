@@ -8,6 +8,7 @@ import (
 
 	"github.com/retrykit/backoff"
 	"github.com/retrykit/backoff/internal/sim"
+	"github.com/retrykit/backoff/internal/svgplot"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -68,7 +69,7 @@ func (s sparse) report(w io.Writer, f sparseFigures) {
 		"  and is its probe: the trip spares the backend nothing at this rate, but the state says the backend is down.\n", secs(s.Every))
 }
 
-func (s sparse) panels(f sparseFigures) []panel {
-	return []panel{{title: "slow and sparse: breaker state (0 closed, 1 half-open, 2 open, the worst of each second)", xmax: s.End.Seconds(),
-		lines: []series{{name: "state", color: "#27ae60", dt: 1, step: true, ys: f.states}}}}
+func (s sparse) panels(f sparseFigures) []svgplot.Panel {
+	return []svgplot.Panel{{Title: "slow and sparse: breaker state (0 closed, 1 half-open, 2 open, the worst of each second)", XMax: s.End.Seconds(),
+		Lines: []svgplot.Series{{Name: "state", Color: "#27ae60", DT: 1, Step: true, YS: f.states}}}}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/retrykit/backoff"
 	"github.com/retrykit/backoff/internal/sim"
+	"github.com/retrykit/backoff/internal/svgplot"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -76,7 +77,7 @@ func (s stragglers) report(w io.Writer, f stragglersFigures) {
 		s.Factor*float64(s.Median)/float64(f.delay+s.Median))
 }
 
-func (s stragglers) panels(f stragglersFigures) []panel {
+func (s stragglers) panels(f stragglersFigures) []svgplot.Panel {
 	n := int(s.End / time.Second)
 	per := func(r sim.CallRun) []float64 {
 		ys := make([]float64, n)
@@ -85,9 +86,9 @@ func (s stragglers) panels(f stragglersFigures) []panel {
 		}
 		return ys
 	}
-	return []panel{{title: "stragglers: p99.9 latency of the calls of each second (ms)", xmax: s.End.Seconds(),
-		lines: []series{
-			{name: "without hedging", color: "#c0392b", dt: 1, ys: per(f.plainRun)},
-			{name: "hedged after the learned p98", color: "#2471a3", dt: 1, ys: per(f.hedgedRun)},
+	return []svgplot.Panel{{Title: "stragglers: p99.9 latency of the calls of each second (ms)", XMax: s.End.Seconds(),
+		Lines: []svgplot.Series{
+			{Name: "without hedging", Color: "#c0392b", DT: 1, YS: per(f.plainRun)},
+			{Name: "hedged after the learned p98", Color: "#2471a3", DT: 1, YS: per(f.hedgedRun)},
 		}}}
 }

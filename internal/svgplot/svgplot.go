@@ -1,4 +1,8 @@
-package main
+// Package svgplot draws the example programs' charts: panels of lines over
+// time, stacked in one SVG document, with no dependency beyond the standard
+// library. examples/adaptive and examples/breaker plot their simulations
+// with it.
+package svgplot
 
 import (
 	"encoding/xml"
@@ -9,26 +13,26 @@ import (
 	"unicode/utf8"
 )
 
-// A panel is one chart of the SVG: lines over time, in seconds, with a
+// A Panel is one chart of the SVG: lines over time, in seconds, with a
 // shaded span (the overload or the outage).
-type panel struct {
-	title      string // says what is drawn, and in what unit
-	xmax       float64
-	shade      [2]float64 // from, to; none if equal
-	shadeLabel string
-	lines      []series
+type Panel struct {
+	Title      string // says what is drawn, and in what unit
+	XMax       float64
+	Shade      [2]float64 // from, to; none if equal
+	ShadeLabel string
+	Lines      []Series
 }
 
-// A series is a line of a panel: ys[i] is the value over [i·dt, (i+1)·dt).
+// A Series is a line of a panel: YS[i] is the value over [i·DT, (i+1)·DT).
 // A step series holds each value over its interval (a level, such as a
 // limit); the others draw it at the interval's middle. NaN leaves a gap.
-type series struct {
-	name  string
-	color string
-	dash  string // stroke-dasharray; "" for a solid line
-	dt    float64
-	step  bool
-	ys    []float64
+type Series struct {
+	Name  string
+	Color string
+	Dash  string // stroke-dasharray; "" for a solid line
+	DT    float64
+	Step  bool
+	YS    []float64
 }
 
 // The layout, in pixels: each panel has a header (its title and legend)
@@ -42,8 +46,8 @@ const (
 	axisHeight  = 34
 )
 
-// writeSVG draws the panels stacked, under title, as one SVG document.
-func writeSVG(w io.Writer, title string, panels []panel) error {
+// WriteSVG draws the panels stacked, under title, as one SVG document.
+func WriteSVG(w io.Writer, title string, panels []Panel) error {
 	var b strings.Builder
 	height := 30 + len(panels)*panelHeight
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`+"\n",
@@ -59,12 +63,12 @@ func writeSVG(w io.Writer, title string, panels []panel) error {
 }
 
 // draw writes p with its top at y0.
-func (p panel) draw(b *strings.Builder, y0 int) {
+func (p Panel) draw(b *strings.Builder, y0 int) {
 	top, bottom := float64(y0+header), float64(y0+panelHeight-axisHeight)
 	right := float64(svgWidth - plotRight)
 	ymax := 0.0
-	for _, s := range p.lines {
-		for _, y := range s.ys {
+	for _, s := range p.Lines {
+		for _, y := range s.YS {
 			if !math.IsNaN(y) {
 				ymax = max(ymax, y)
 			}
@@ -72,21 +76,21 @@ func (p panel) draw(b *strings.Builder, y0 int) {
 	}
 	ystep := niceStep(max(ymax, 1) / 4)
 	ymax = math.Ceil(max(ymax, 1)/ystep) * ystep
-	x := func(t float64) float64 { return plotLeft + t*(right-plotLeft)/p.xmax }
+	x := func(t float64) float64 { return plotLeft + t*(right-plotLeft)/p.XMax }
 	y := func(v float64) float64 { return bottom - v*(bottom-top)/ymax }
 
-	fmt.Fprintf(b, `<text x="%d" y="%d" font-size="12" font-weight="bold">%s</text>`+"\n", plotLeft, y0+14, esc(p.title))
-	if p.shade[1] > p.shade[0] {
+	fmt.Fprintf(b, `<text x="%d" y="%d" font-size="12" font-weight="bold">%s</text>`+"\n", plotLeft, y0+14, esc(p.Title))
+	if p.Shade[1] > p.Shade[0] {
 		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#fde2e2"/>`+"\n",
-			x(p.shade[0]), top, x(p.shade[1])-x(p.shade[0]), bottom-top)
-		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" fill="#a33">%s</text>`+"\n", x(p.shade[0])+4, top+12, esc(p.shadeLabel))
+			x(p.Shade[0]), top, x(p.Shade[1])-x(p.Shade[0]), bottom-top)
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" fill="#a33">%s</text>`+"\n", x(p.Shade[0])+4, top+12, esc(p.ShadeLabel))
 	}
 	for v := 0.0; v <= ymax+ystep/2; v += ystep {
 		fmt.Fprintf(b, `<line x1="%d" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#ddd"/>`, plotLeft, right, y(v), y(v))
 		fmt.Fprintf(b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", plotLeft-6, y(v)+4, tick(v))
 	}
-	xstep := niceStep(p.xmax / 8)
-	for t := 0.0; t <= p.xmax+xstep/2; t += xstep {
+	xstep := niceStep(p.XMax / 8)
+	for t := 0.0; t <= p.XMax+xstep/2; t += xstep {
 		fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#999"/>`, x(t), x(t), bottom, bottom+4)
 		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x(t), bottom+16, tick(t))
 	}
@@ -95,27 +99,27 @@ func (p panel) draw(b *strings.Builder, y0 int) {
 		plotLeft, top, right-plotLeft, bottom-top)
 
 	lx := float64(plotLeft)
-	for _, s := range p.lines {
+	for _, s := range p.Lines {
 		for _, pts := range s.polylines(x, y) {
-			fmt.Fprintf(b, `<polyline fill="none" stroke="%s" stroke-width="1.5"%s points="%s"/>`+"\n", s.color, s.dashAttr(), pts)
+			fmt.Fprintf(b, `<polyline fill="none" stroke="%s" stroke-width="1.5"%s points="%s"/>`+"\n", s.Color, s.dashAttr(), pts)
 		}
 		fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="%s" stroke-width="2"%s/>`,
-			lx, lx+18, y0+28, y0+28, s.color, s.dashAttr())
-		fmt.Fprintf(b, `<text x="%.1f" y="%d">%s</text>`+"\n", lx+22, y0+32, esc(s.name))
-		lx += 34 + 6.2*float64(utf8.RuneCountInString(s.name))
+			lx, lx+18, y0+28, y0+28, s.Color, s.dashAttr())
+		fmt.Fprintf(b, `<text x="%.1f" y="%d">%s</text>`+"\n", lx+22, y0+32, esc(s.Name))
+		lx += 34 + 6.2*float64(utf8.RuneCountInString(s.Name))
 	}
 }
 
-func (s series) dashAttr() string {
-	if s.dash == "" {
+func (s Series) dashAttr() string {
+	if s.Dash == "" {
 		return ""
 	}
-	return fmt.Sprintf(` stroke-dasharray="%s"`, s.dash)
+	return fmt.Sprintf(` stroke-dasharray="%s"`, s.Dash)
 }
 
 // polylines returns the points of s, in pixels, one list per stretch
 // without a gap.
-func (s series) polylines(x, y func(float64) float64) []string {
+func (s Series) polylines(x, y func(float64) float64) []string {
 	var lines []string
 	var b strings.Builder
 	flush := func() {
@@ -124,16 +128,16 @@ func (s series) polylines(x, y func(float64) float64) []string {
 			b.Reset()
 		}
 	}
-	for i, v := range s.ys {
+	for i, v := range s.YS {
 		if math.IsNaN(v) {
 			flush()
 			continue
 		}
-		t := float64(i) * s.dt
-		if s.step {
-			fmt.Fprintf(&b, "%.1f,%.1f %.1f,%.1f ", x(t), y(v), x(t+s.dt), y(v))
+		t := float64(i) * s.DT
+		if s.Step {
+			fmt.Fprintf(&b, "%.1f,%.1f %.1f,%.1f ", x(t), y(v), x(t+s.DT), y(v))
 		} else {
-			fmt.Fprintf(&b, "%.1f,%.1f ", x(t+s.dt/2), y(v))
+			fmt.Fprintf(&b, "%.1f,%.1f ", x(t+s.DT/2), y(v))
 		}
 	}
 	flush()
@@ -167,8 +171,8 @@ func esc(s string) string {
 	return b.String()
 }
 
-// floats converts counts to float64s.
-func floats(counts []int) []float64 {
+// Floats converts counts to float64s.
+func Floats(counts []int) []float64 {
 	ys := make([]float64, len(counts))
 	for i, n := range counts {
 		ys[i] = float64(n)
@@ -176,8 +180,8 @@ func floats(counts []int) []float64 {
 	return ys
 }
 
-// constant returns n values v.
-func constant(n int, v float64) []float64 {
+// Constant returns n values v.
+func Constant(n int, v float64) []float64 {
 	ys := make([]float64, n)
 	for i := range ys {
 		ys[i] = v
