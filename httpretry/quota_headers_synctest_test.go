@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/retrykit/backoff"
-	"github.com/retrykit/backoff/httpretry"
 )
 
 // windowServer allows limit requests per fixed window, answers 429 with
@@ -83,25 +82,8 @@ func TestAdaptiveRateLearnsTheQuotaFromHeaders(t *testing.T) {
 	for _, family := range []string{"ietf", "x", "openai"} {
 		synctest.Test(t, func(t *testing.T) {
 			srv := &windowServer{limit: 100, window: 10 * time.Second, family: family, start: time.Now()}
-			s := backoff.Schedule{Duration: 100 * time.Millisecond, Factor: 2, Cap: 5 * time.Second, Jitter: 0.1}
-			client := &http.Client{Transport: httpretry.NewTransport(srv, s, backoff.WithPacer(backoff.NewAdaptiveRate()))}
 			const goroutines, each = 10, 200
-			var wg sync.WaitGroup
-			for range goroutines {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for range each {
-						resp, err := client.Get("http://api.example/")
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						resp.Body.Close()
-					}
-				}()
-			}
-			wg.Wait()
+			getConcurrently(t, srv, []backoff.Option{backoff.WithPacer(backoff.NewAdaptiveRate())}, goroutines, each)
 			elapsed := time.Since(srv.start)
 			windows := elapsed.Seconds() / srv.window.Seconds()
 			used := float64(srv.served) / (windows * float64(srv.limit))

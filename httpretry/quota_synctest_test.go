@@ -75,28 +75,35 @@ type quotaResult struct {
 func runQuota(t *testing.T, goroutines, perGoroutine int, retryAfter time.Duration, options func() []backoff.Option) (res quotaResult) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &quotaServer{rate: 20, burst: 20, retryAfter: retryAfter}
-		s := backoff.Schedule{Duration: 100 * time.Millisecond, Factor: 2, Cap: 5 * time.Second, Jitter: 0.1}
-		client := &http.Client{Transport: httpretry.NewTransport(srv, s, options()...)}
 		start := time.Now()
-		var wg sync.WaitGroup
-		for range goroutines {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for range perGoroutine {
-					resp, err := client.Get("http://api.example/")
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					resp.Body.Close()
-				}
-			}()
-		}
-		wg.Wait()
+		getConcurrently(t, srv, options(), goroutines, perGoroutine)
 		res = quotaResult{elapsed: time.Since(start), throttled: srv.throttled}
 	})
 	return res
+}
+
+// getConcurrently sends goroutines×each GETs to rt through one Transport
+// with opts, retrying 100 ms doubling to 5 s (10% jitter) or as a
+// Retry-After says, and returns when all have been answered.
+func getConcurrently(t *testing.T, rt http.RoundTripper, opts []backoff.Option, goroutines, each int) {
+	s := backoff.Schedule{Duration: 100 * time.Millisecond, Factor: 2, Cap: 5 * time.Second, Jitter: 0.1}
+	client := &http.Client{Transport: httpretry.NewTransport(rt, s, opts...)}
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				resp, err := client.Get("http://api.example/")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp.Body.Close()
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // TestAdaptiveRateSharedByGoroutines: 10 goroutines × 50 GETs through one
