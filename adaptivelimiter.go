@@ -163,6 +163,7 @@ const (
 type limitsConfig struct {
 	min, max, initial int
 	initialRate       float64
+	onThrottled       func(retryAfter time.Duration) // AdaptiveRate's (adaptiveratesteer.go)
 }
 
 // WithMinLimit sets the lowest limit of an [AdaptiveLimiter]:

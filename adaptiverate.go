@@ -139,6 +139,13 @@ type AdaptiveRate struct {
 	sentTotal, answered uint64
 	staleLeft           uint64
 	cutHold             time.Duration
+	// Steering (adaptiveratesteer.go): while steered the rate is set by
+	// Steer, not by the law; onThrottled hears of each throttling answer
+	// that is not stale. The counters feed Stats.
+	steered                      bool
+	onThrottled                  func(retryAfter time.Duration)
+	succeededTotal, throttledAll uint64
+	waited                       uint64
 }
 
 // DefaultInitialRate is the rate, in requests per second, that an
@@ -180,6 +187,7 @@ func NewAdaptiveRate(opts ...Option) *AdaptiveRate {
 		r.rate = c.limits.initialRate
 	}
 	r.timers.clock = c.clock
+	r.onThrottled = c.limits.onThrottled
 	return r
 }
 
@@ -250,6 +258,7 @@ func (r *AdaptiveRate) WaitN(ctx context.Context, n int) error {
 		return nil
 	}
 	r.waiting++
+	r.waited++
 	for {
 		if r.changed == nil {
 			r.changed = make(chan struct{})
@@ -379,17 +388,28 @@ func (r *AdaptiveRate) measureLocked(now time.Duration) {
 
 // Throttled reports a throttling answer (a 429 or 503). A positive
 // retryAfter holds every request until it has passed; zero or negative means
-// none was given.
+// none was given. An answer that is not stale is then passed to the function
+// of [WithOnThrottled], if any.
 func (r *AdaptiveRate) Throttled(retryAfter time.Duration) {
 	now := r.now()
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	stale := r.throttledLocked(now, retryAfter)
+	r.mu.Unlock()
+	if !stale && r.onThrottled != nil {
+		r.onThrottled(retryAfter)
+	}
+}
+
+// throttledLocked is Throttled under the lock; it reports whether the
+// answer was stale.
+func (r *AdaptiveRate) throttledLocked(now, retryAfter time.Duration) bool {
+	r.throttledAll++
 	stale := r.staleLocked(now)
 	if retryAfter > 0 {
 		r.holdLocked(now, addInstant(now, retryAfter))
 	}
-	if stale {
-		return
+	if stale || r.steered {
+		return stale
 	}
 	r.measureLocked(now)
 	// The rate that met the answer is the rate requests were sent at, which
@@ -425,6 +445,7 @@ func (r *AdaptiveRate) Throttled(retryAfter time.Duration) {
 	r.staleLeft = min(r.sentTotal-min(r.answered, r.sentTotal), uint64(math.Ceil(r.sent))+1)
 	r.climb = math.Cbrt((ratePlateau - rateBeta) / rateCubicScale) // 0.72 s
 	r.setRateLocked(now, base*rateBeta)
+	return false
 }
 
 // staleLocked counts an answer at now and reports whether it may answer a
@@ -450,7 +471,8 @@ func (r *AdaptiveRate) Succeeded() {
 	defer r.mu.Unlock()
 	r.staleLocked(now)
 	r.succeeded++
-	if r.rate == InfLimit || now < r.quotaUntil {
+	r.succeededTotal++
+	if r.rate == InfLimit || now < r.quotaUntil || r.steered {
 		return
 	}
 	r.measureLocked(now)

@@ -249,6 +249,7 @@ var optionTable = []struct {
 		"the name and the logger are used by RunWorkers' logs"},
 	{[]string{"WithMinLimit", "WithMaxLimit", "WithInitialLimit"}, []string{"NewAdaptiveLimiter"}, ""},
 	{[]string{"WithInitialRate"}, []string{"NewAdaptiveRate"}, ""},
+	{[]string{"WithOnThrottled"}, []string{"NewAdaptiveRate"}, ""},
 	{[]string{"WithPacer"}, []string{"Retry", "RetryValue", "RunWorkers"}, "and httpretry's Transport, through Retry"},
 	{[]string{"WithItemTimeout"}, []string{"RunWorkers"}, ""},
 	{[]string{"WithBreakerFailureRatio", "WithBreakerWindow", "WithBreakerProbes", "WithBreakerOpenSchedule",

@@ -73,6 +73,7 @@ import (
 //	WithMaxLimit,
 //	WithInitialLimit
 //	WithInitialRate         NewAdaptiveRate
+//	WithOnThrottled         NewAdaptiveRate
 //	WithPacer               Retry, RetryValue, RunWorkers (and httpretry's
 //	                        Transport, through Retry)
 //	WithItemTimeout         RunWorkers
@@ -139,6 +140,7 @@ const (
 	optionMaxHedges
 	optionHedgeDelay
 	optionHedgeRelease
+	optionOnThrottled
 )
 
 // config holds every setting an Option can change. Each part of the package
@@ -243,6 +245,8 @@ func (c *config) apply(opts []Option) {
 			c.retry.hedge.max = int(o.n)
 		case optionHedgeDelay:
 			c.retry.hedge.learned, _ = o.v.(*HedgeDelay)
+		case optionOnThrottled:
+			c.limits.onThrottled, _ = o.v.(func(time.Duration))
 		case optionHedgeRelease:
 			c.retry.hedge.release, _ = o.v.(func(any))
 		}

@@ -63,6 +63,11 @@ func (r *AdaptiveRate) Quota(remaining float64, reset time.Duration) {
 		r.holdLocked(now, until)
 		return
 	}
+	if r.steered {
+		// The report is the whole quota's, and the rate this client's
+		// share of it: the coordinator that steers it sets the share.
+		return
+	}
 	// A reset in whole seconds, as headers give it, is the true one rounded
 	// up, by half a second on average: the rate spreads what is left over
 	// half a second less, or it would leave some of every window unused.

@@ -78,3 +78,22 @@ func TestAdaptiveRateQuotaInUnits(t *testing.T) {
 		assert.GreaterOrEqual(t, share, 0.95)
 	})
 }
+
+// TestAdaptiveRateStatsCountsWaits: Waited grows when a request has to wait
+// for its turn, and Waiting counts the requests waiting now.
+func TestAdaptiveRateStatsCountsWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := backoff.NewAdaptiveRate()
+		r.Steer(1)
+		require.True(t, r.Allow())
+		done := make(chan error)
+		go func() { done <- r.Wait(t.Context()) }()
+		synctest.Wait()
+		st := r.Stats()
+		assert.Equal(t, 1, st.Waiting)
+		assert.Equal(t, uint64(1), st.Waited)
+		time.Sleep(time.Second)
+		require.NoError(t, <-done)
+		assert.Equal(t, 0, r.Stats().Waiting)
+	})
+}

@@ -426,6 +426,7 @@ func badInputs() []badInput {
 		panicsOn("NewAdaptiveLimiter", "opts", "minimum above maximum", "the minimum limit must not exceed the maximum (5), got 10", func() {
 			backoff.NewAdaptiveLimiter(backoff.WithMinLimit(10), backoff.WithMaxLimit(5))
 		}),
+		nilPanics("WithOnThrottled", "f", func() { backoff.WithOnThrottled(nil) }),
 		panicsOn("WithInitialRate", "r", "NaN", "r must be a positive number of requests per second, got NaN", func() { backoff.WithInitialRate(nan) }),
 		panicsOn("WithInitialRate", "r", "-1", "r must be a positive number of requests per second, got -1", func() { backoff.WithInitialRate(-1) }),
 		panicsOn("WithInitialRate", "r", "0", "r must be a positive number of requests per second, got 0", func() { backoff.WithInitialRate(0) }),
