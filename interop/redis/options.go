@@ -3,12 +3,14 @@ package redis
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+	"github.com/retrykit/backoff"
 	"k8s.io/utils/clock"
 )
 
@@ -41,6 +43,8 @@ type config struct {
 	fallbackKeys  int
 	failureTTL    time.Duration
 	spreadKeys    bool
+	syncInterval  time.Duration // a SharedRate's
+	initialRate   float64       // a SharedRate's
 }
 
 func newConfig(opts []Option) config {
@@ -52,6 +56,8 @@ func newConfig(opts []Option) config {
 		logger:        slog.Default(),
 		clock:         clock.RealClock{},
 		fallbackKeys:  DefaultFallbackKeys,
+		syncInterval:  DefaultSyncInterval,
+		initialRate:   backoff.DefaultInitialRate,
 	}
 	for _, o := range opts {
 		o(&c)
@@ -185,6 +191,31 @@ func WithFailureTTL(d time.Duration) Option {
 // count at zero.
 func WithSpreadKeys() Option {
 	return func(c *config) { c.spreadKeys = true }
+}
+
+// WithSyncInterval sets how often a [SharedRate] makes a round trip to
+// Redis (default [DefaultSyncInterval]): how soon the replicas hear of one
+// that joined, and of each other's demand. A replica's lease lasts three
+// intervals. Cuts do not wait for it. WithSyncInterval panics if d is below
+// 10 ms.
+func WithSyncInterval(d time.Duration) Option {
+	if d < 10*time.Millisecond {
+		badArgument("WithSyncInterval", "d must be at least 10ms", d)
+	}
+	return func(c *config) { c.syncInterval = d }
+}
+
+// WithInitialRate sets the estimate, in requests per second for all
+// replicas together, that a [SharedRate]'s record starts its slow start at
+// when no replica has made it yet (default backoff.DefaultInitialRate). Give
+// it when the quota is roughly known: the estimate doubles every 250 ms from
+// it until the first throttling answer. WithInitialRate panics if r is not
+// a positive finite number.
+func WithInitialRate(r float64) Option {
+	if !(r > 0) || math.IsInf(r, 1) {
+		badArgument("WithInitialRate", "r must be a positive finite number of requests per second", r)
+	}
+	return func(c *config) { c.initialRate = r }
 }
 
 // msgPrefix begins the package's errors, panics and log messages. It is not

@@ -1,0 +1,183 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// sharedEpoch is the origin of the instants in a SharedRate's record:
+// microseconds since 2017-01-01 UTC stay far below 2⁵³, which a Lua double
+// holds exactly.
+var sharedEpoch = time.Date(2017, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// sharedRateSource keeps the record of one shared quota: a hash with the
+// curve of the estimate (gen, slow, t0, base: see curve) and one field per
+// replica, m:<id> = "<lease end µs> <demand> <successes per second>".
+//
+// ARGV: now (µs since sharedEpoch, on the caller's clock), the replica's id,
+// its demand ("+Inf" for more than it is given), its successes per second,
+// its lease (µs), the call (sync, cut or leave), the generation the caller's
+// cut answers, the estimate the caller sees now, the rate a new record starts
+// its slow start at, the estimate a new record starts past a cut at instead
+// (0: none; a replica that knew the record before Redis lost it), the curve's
+// climb (µs), and the channel that hears of cuts.
+//
+// A cut is made only if the caller's generation is the record's: a
+// throttling answer met at an estimate that another replica's cut has
+// already answered cuts nothing. The cut finds the quota at the lower of the
+// caller's estimate and the successes per second the live replicas report
+// together (what the quota granted them), and publishes the new curve.
+// Leases that have ended are dropped; the record expires when no replica
+// has renewed one for ten leases.
+//
+// Returns {gen, slow (1/0), t0, base, then each live replica's demand}.
+const sharedRateSource = `
+local key = KEYS[1]
+local now = tonumber(ARGV[1])
+local id = 'm:' .. ARGV[2]
+local lease = tonumber(ARGV[5])
+local call = ARGV[6]
+local gen = tonumber(redis.call('HGET', key, 'gen'))
+if not gen then
+  if call == 'leave' then return {0} end
+  gen = 1
+  if tonumber(ARGV[10]) > 0 then
+    redis.call('HSET', key, 'gen', 1, 'slow', 0, 't0', now - tonumber(ARGV[11]), 'base', ARGV[10])
+  else
+    redis.call('HSET', key, 'gen', 1, 'slow', 1, 't0', now, 'base', ARGV[9])
+  end
+end
+if call == 'leave' then
+  redis.call('HDEL', key, id)
+else
+  redis.call('HSET', key, id, string.format('%d %s %s', now + lease, ARGV[3], ARGV[4]))
+end
+redis.call('PEXPIRE', key, math.ceil(lease / 100))
+local all = redis.call('HGETALL', key)
+local rec, demands, ok = {}, {}, 0
+for i = 1, #all, 2 do
+  local f, v = all[i], all[i + 1]
+  if string.sub(f, 1, 2) == 'm:' then
+    local ends, d, o = string.match(v, '^(%S+) (%S+) (%S+)$')
+    if ends == nil or tonumber(ends) < now then
+      redis.call('HDEL', key, f)
+    else
+      demands[#demands + 1] = d
+      ok = ok + tonumber(o)
+    end
+  else
+    rec[f] = v
+  end
+end
+if call == 'cut' and tonumber(ARGV[7]) == gen then
+  local met = tonumber(ARGV[8])
+  if rec.slow == '1' then
+    met = met / 2
+  elseif ok > 0 and ok < met then
+    met = ok
+  end
+  gen = gen + 1
+  rec.slow, rec.t0, rec.base = '0', tostring(now), string.format('%.17g', met)
+  redis.call('HSET', key, 'gen', gen, 'slow', 0, 't0', now, 'base', rec.base)
+  redis.call('PUBLISH', ARGV[12], string.format('%d 0 %d %s', gen, now, rec.base))
+end
+local out = {gen, tonumber(rec.slow), tonumber(rec.t0), rec.base}
+for _, d in ipairs(demands) do out[#out + 1] = d end
+return out
+`
+
+var sharedRateScript = goredis.NewScript(sharedRateSource)
+
+// sharedReport is what a replica tells the record in a round trip.
+type sharedReport struct {
+	call    string // sync, cut or leave
+	now     int64  // µs since sharedEpoch
+	demand  float64
+	ok      float64 // successes per second
+	gen     int64   // the cut's generation
+	est     float64 // the cut's estimate
+	initial float64 // a new record's slow-start rate
+	seed    float64 // a new record's estimate past a cut, or 0
+}
+
+// errSharedReply is the error of a reply the script cannot have given.
+var errSharedReply = errors.New(msgPrefix + "unexpected reply from the shared rate script")
+
+// runScript runs the script for one report and returns the record's curve
+// and the live replicas' demands (none after a leave).
+func (s *SharedRate) runScript(ctx context.Context, r sharedReport) (curve, []float64, error) {
+	args := []any{
+		r.now, s.id, formatRate(r.demand), formatRate(r.ok), s.lease.Microseconds(), r.call,
+		r.gen, formatRate(r.est), formatRate(r.initial), formatRate(r.seed),
+		int64(sharedClimb * 1e6), s.channel,
+	}
+	res, err := sharedRateScript.Run(ctx, s.client, []string{s.key}, args...).Slice()
+	if err != nil {
+		return curve{}, nil, err
+	}
+	if len(res) == 1 {
+		return curve{}, nil, nil // a leave from a record that is gone
+	}
+	if len(res) < 4 {
+		return curve{}, nil, errSharedReply
+	}
+	gen, ok1 := res[0].(int64)
+	slow, ok2 := res[1].(int64)
+	t0, ok3 := res[2].(int64)
+	base, err4 := parseRate(res[3])
+	if !ok1 || !ok2 || !ok3 || err4 != nil {
+		return curve{}, nil, errSharedReply
+	}
+	demands := make([]float64, 0, len(res)-4)
+	for _, v := range res[4:] {
+		d, err := parseRate(v)
+		if err != nil {
+			return curve{}, nil, errSharedReply
+		}
+		demands = append(demands, d)
+	}
+	return curve{gen: gen, slow: slow == 1, t0: t0, base: base}, demands, nil
+}
+
+// parseCut reads a cut's message: "<gen> <slow> <t0> <base>".
+func parseCut(msg string) (curve, bool) {
+	f := strings.Fields(msg)
+	if len(f) != 4 {
+		return curve{}, false
+	}
+	gen, err1 := strconv.ParseInt(f[0], 10, 64)
+	slow, err2 := strconv.ParseInt(f[1], 10, 64)
+	t0, err3 := strconv.ParseInt(f[2], 10, 64)
+	base, err4 := strconv.ParseFloat(f[3], 64)
+	if err1 != nil || err2 != nil || err3 != nil || err4 != nil || !(base > 0) || math.IsInf(base, 1) {
+		return curve{}, false
+	}
+	return curve{gen: gen, slow: slow == 1, t0: t0, base: base}, true
+}
+
+// formatRate writes a rate for the script: +Inf as "inf", which Lua's
+// tonumber reads.
+func formatRate(v float64) string {
+	if math.IsInf(v, 1) {
+		return "inf"
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+func parseRate(v any) (float64, error) {
+	s, ok := v.(string)
+	if !ok {
+		return 0, errSharedReply
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || f < 0 {
+		return 0, errSharedReply
+	}
+	return f, nil
+}
