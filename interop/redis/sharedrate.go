@@ -98,8 +98,10 @@ type SharedRate struct {
 	seed     float64   // the estimate last seen, to recreate a lost record with
 	// What the AdaptiveRate had seen at the last round trip, and when: a
 	// round trip reports the difference.
-	lastStats backoff.AdaptiveRateStats
-	lastAt    time.Time
+	lastStats     backoff.AdaptiveRateStats
+	lastAt        time.Time
+	trips         int     // round trips that succeeded
+	demandForTest float64 // the demand reported, if not 0 (tests)
 
 	replicas atomic.Int64
 }
@@ -120,6 +122,12 @@ const sharedSteerEvery = 100 * time.Millisecond
 // limiters are ignored. NewSharedRate panics if client is nil or name is
 // empty or contains '{' or '}'.
 func NewSharedRate(client goredis.UniversalClient, name string, opts ...Option) *SharedRate {
+	return newSharedRate(client, name, true, opts)
+}
+
+// newSharedRate is NewSharedRate; without start, no goroutine runs (tests
+// make the round trips).
+func newSharedRate(client goredis.UniversalClient, name string, start bool, opts []Option) *SharedRate {
 	if client == nil {
 		badArgument("NewSharedRate", "client must not be nil", nil)
 	}
@@ -146,7 +154,11 @@ func NewSharedRate(client goredis.UniversalClient, name string, opts ...Option) 
 	s.pubsub = client.Subscribe(ctx, s.channel)
 	s.lastAt = s.clock.Now()
 	s.roundTrip(ctx, "sync")
-	go s.run(ctx)
+	if start {
+		go s.run(ctx)
+	} else {
+		close(s.done)
+	}
 	return s
 }
 
@@ -273,8 +285,13 @@ func (s *SharedRate) roundTrip(ctx context.Context, call string) {
 	elapsed := now.Sub(s.lastAt).Seconds()
 	answers := (st.Succeeded + st.Throttled) - (s.lastStats.Succeeded + s.lastStats.Throttled)
 	r.demand = st.Sent
-	if s.lastStats == (backoff.AdaptiveRateStats{}) || st.Waiting > 0 || 2*(st.Waited-s.lastStats.Waited) > answers {
-		r.demand = math.Inf(1) // its requests wait for their turn: it wants more
+	if s.trips == 0 || st.Waiting > 0 || 2*(st.Waited-s.lastStats.Waited) > answers {
+		// Its requests wait for their turn, or it has not sent any yet:
+		// it wants more than it is given.
+		r.demand = math.Inf(1)
+	}
+	if s.demandForTest != 0 {
+		r.demand = s.demandForTest
 	}
 	if elapsed > 0 {
 		r.ok = float64(st.Succeeded-s.lastStats.Succeeded) / elapsed
@@ -289,7 +306,7 @@ func (s *SharedRate) roundTrip(ctx context.Context, call string) {
 
 	callCtx, cancel := s.guard.begin(ctx)
 	c, demands, err := s.runScript(callCtx, r)
-	if err = s.guard.end(callCtx, cancel, err); err != nil {
+	if err = s.guard.end(ctx, cancel, err); err != nil {
 		if ctx.Err() != nil {
 			return // closing
 		}
@@ -306,6 +323,7 @@ func (s *SharedRate) roundTrip(ctx context.Context, call string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lastStats, s.lastAt = st, now
+	s.trips++
 	s.curve, s.demands, s.mine, s.shared = c, demands, r.demand, true
 	s.steerLocked()
 }
