@@ -285,9 +285,11 @@ func (s *SharedRate) roundTrip(ctx context.Context, call string) {
 	elapsed := now.Sub(s.lastAt).Seconds()
 	answers := (st.Succeeded + st.Throttled) - (s.lastStats.Succeeded + s.lastStats.Throttled)
 	r.demand = st.Sent
-	if s.trips == 0 || st.Waiting > 0 || 2*(st.Waited-s.lastStats.Waited) > answers {
-		// Its requests wait for their turn, or it has not sent any yet:
-		// it wants more than it is given.
+	if s.trips == 0 || st.Waiting > 0 || 2*(st.Waited-s.lastStats.Waited) > answers || st.Throttled > s.lastStats.Throttled {
+		// Its requests wait for their turn, or were throttled (and held
+		// for the Retry-After: what it sent says nothing of what it
+		// wants), or it has not sent any yet: it wants more than it is
+		// given.
 		r.demand = math.Inf(1)
 	}
 	if s.demandForTest != 0 {

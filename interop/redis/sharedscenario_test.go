@@ -176,3 +176,95 @@ func TestSharedRateFiftyReplicas(t *testing.T) {
 	assert.LessOrEqual(t, shared.roundTrips, 1.0, "at most one round trip to Redis per replica per second")
 	assert.Less(t, shared.throttled, runs[1].throttled, "fewer 429s than an AdaptiveRate per replica")
 }
+
+// TestSharedRateJoinAndLeave: 20 replicas send as fast as their shares let
+// them against a 100/s API; 10 more join at 4 s, and 10 of the first leave
+// at 8 s. Two seconds after each change every live replica's share is
+// within 25% of an equal part of the estimate.
+func TestSharedRateJoinAndLeave(t *testing.T) {
+	srv := startServer(t)
+	api := newQuotaAPI(t, 100, 100)
+	type replica struct {
+		sr   *backoffredis.SharedRate
+		stop chan struct{}
+		done chan struct{}
+	}
+	start := func() *replica {
+		r := &replica{stop: make(chan struct{}), done: make(chan struct{})}
+		rc := goredis.NewClient(srv.options())
+		r.sr = backoffredis.NewSharedRate(rc, "join", backoffredis.WithLogger(nil))
+		client := httpretry.NewClient(replicaSchedule, backoff.WithPacer(r.sr.Pacer()))
+		go func() {
+			defer close(r.done)
+			defer rc.Close()
+			defer client.CloseIdleConnections()
+			for {
+				select {
+				case <-r.stop:
+					return
+				default:
+				}
+				resp, err := client.Get(api.URL)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp.Body.Close()
+			}
+		}()
+		return r
+	}
+	leave := func(r *replica) {
+		r.sr.Close()
+		close(r.stop)
+		<-r.done
+	}
+	fair := func(live []*replica, when string) {
+		t.Helper()
+		est := live[0].sr.Estimate()
+		for i, r := range live {
+			assert.Equal(t, len(live), r.sr.Replicas(), "%s: replica %d counts the live replicas", when, i)
+			assert.InEpsilon(t, est/float64(len(live)), r.sr.Pacer().Rate(), 0.25, "%s: replica %d's share", when, i)
+		}
+		t.Logf("%s: estimate %.1f/s, %d replicas, shares %.2f–%.2f/s", when, est, len(live), minRate(live, func(r *replica) float64 { return r.sr.Pacer().Rate() }), maxRate(live, func(r *replica) float64 { return r.sr.Pacer().Rate() }))
+	}
+	var live []*replica
+	for range 20 {
+		live = append(live, start())
+	}
+	time.Sleep(4 * time.Second)
+	for range 10 {
+		live = append(live, start())
+	}
+	time.Sleep(2 * time.Second)
+	fair(live, "2 s after 10 joined")
+	time.Sleep(2 * time.Second)
+	for _, r := range live[:10] {
+		leave(r)
+	}
+	live = live[10:]
+	time.Sleep(2 * time.Second)
+	fair(live, "2 s after 10 left")
+	for _, r := range live {
+		leave(r)
+	}
+	served, throttled := api.counts()
+	t.Logf("%d served, %d 429s in 10 s", served, throttled)
+	assert.Less(t, throttled, served/50, "under 2% throttled")
+}
+
+func minRate[T any](xs []T, f func(T) float64) float64 {
+	m := f(xs[0])
+	for _, x := range xs[1:] {
+		m = min(m, f(x))
+	}
+	return m
+}
+
+func maxRate[T any](xs []T, f func(T) float64) float64 {
+	m := f(xs[0])
+	for _, x := range xs[1:] {
+		m = max(m, f(x))
+	}
+	return m
+}
