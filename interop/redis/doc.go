@@ -19,6 +19,11 @@
 //     per master for keys spread over a Cluster), and
 //     the decisions that goroutines of a process ask for while a round trip
 //     of the same limiter is in flight travel together in the next one.
+//   - [SharedRate]: a backoff.AdaptiveRate per replica whose quota, unknown
+//     and shared by the replicas, they learn together through one small
+//     record: a throttling answer met by any replica cuts the shared
+//     estimate once, and each replica paces at its max-min fair share, with
+//     one round trip per second and never one per request.
 //   - [ItemExponentialFailureRateLimiter]: the library's item-exponential
 //     requeue limiter with its failure counts in Redis; it implements
 //     backoff.RateLimiter, so it plugs into backoff.NewRateLimitingQueue and

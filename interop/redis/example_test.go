@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9/logging"
 
 	"github.com/retrykit/backoff"
+	"github.com/retrykit/backoff/httpretry"
 	backoffredis "github.com/retrykit/backoff/interop/redis"
 )
 
@@ -27,6 +28,27 @@ func ExampleNewLimiter() {
 		return
 	}
 	// call the API
+}
+
+// Fifty replicas of a service call an API whose quota for the whole account
+// is unknown and which answers 429 beyond it. Each replica paces its
+// requests with its SharedRate's Pacer: the replicas learn the quota
+// together, and each sends its share of it. (Not run: it needs a Redis.)
+func ExampleNewSharedRate() {
+	rdb := goredis.NewClient(&goredis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true})
+	defer rdb.Close()
+	quota := backoffredis.NewSharedRate(rdb, "partner-api")
+	defer quota.Close()
+
+	client := httpretry.NewClient(backoff.Schedule{Duration: 100 * time.Millisecond, Factor: 2, Cap: 10 * time.Second, Jitter: 0.1},
+		backoff.WithPacer(quota.Pacer()))
+	resp, err := client.Get("https://partner.example/v1/items")
+	if err != nil {
+		fmt.Println("gave up:", err)
+		return
+	}
+	defer resp.Body.Close()
+	fmt.Printf("%s; the replicas' estimate of the quota: %.0f/s\n", resp.Status, quota.Estimate())
 }
 
 // A controller's queue whose per-item backoff survives a leader failover,

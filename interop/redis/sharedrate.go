@@ -128,9 +128,7 @@ func NewSharedRate(client goredis.UniversalClient, name string, opts ...Option) 
 // newSharedRate is NewSharedRate; without start, no goroutine runs (tests
 // make the round trips).
 func newSharedRate(client goredis.UniversalClient, name string, start bool, opts []Option) *SharedRate {
-	if client == nil {
-		badArgument("NewSharedRate", "client must not be nil", nil)
-	}
+	mustBeClient("NewSharedRate", client)
 	checkName("NewSharedRate", name)
 	c := newConfig(opts)
 	checkClient(client, c, "NewSharedRate")
