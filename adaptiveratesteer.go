@@ -53,10 +53,14 @@ func (r *AdaptiveRate) Steer(v float64) {
 	r.slowStart = false
 	if r.rate != InfLimit && v < r.rate {
 		// The answers to the requests in flight now were sent at the
-		// rate being cut: they say nothing of the new one.
-		r.cutAt = max(now, 1)
+		// rate being cut: they say nothing of the new one. Unlike a cut
+		// of its own law, the next request interval is not stale too:
+		// the cut was made for many clients, and the first request any
+		// of them sends after it says whether it was deep enough.
+		// Requests still waiting for their slots are not in flight: they
+		// will go at the new rate.
 		r.cutHold = r.hold
-		r.staleLeft = min(r.sentTotal-min(r.answered, r.sentTotal), uint64(math.Ceil(r.sent))+1)
+		r.staleLeft = min(r.sentTotal-min(r.answered+uint64(r.waiting), r.sentTotal), uint64(math.Ceil(r.sent))+1)
 	}
 	r.setRateLocked(now, v)
 }

@@ -44,6 +44,7 @@ type config struct {
 	failureTTL    time.Duration
 	spreadKeys    bool
 	syncInterval  time.Duration // a SharedRate's
+	timeoutSet    bool          // WithTimeout was given
 	initialRate   float64       // a SharedRate's
 }
 
@@ -76,15 +77,16 @@ func WithPrefix(prefix string) Option {
 	return func(c *config) { c.prefix = prefix }
 }
 
-// WithTimeout bounds every call to Redis (default [DefaultTimeout]): a call
-// that has no answer by then counts as a failure, and the decision is made by
-// the fallback. A caller's context with an earlier deadline bounds the call
+// WithTimeout bounds every call to Redis (default [DefaultTimeout], and
+// [DefaultSharedRateTimeout] for a [SharedRate], whose calls no request
+// waits for): a call that has no answer by then counts as a failure, and the
+// decision is made by the fallback. A caller's context with an earlier deadline bounds the call
 // further. WithTimeout panics if d is not positive.
 func WithTimeout(d time.Duration) Option {
 	if d <= 0 {
 		badArgument("WithTimeout", "d must be positive", d)
 	}
-	return func(c *config) { c.timeout = d }
+	return func(c *config) { c.timeout, c.timeoutSet = d, true }
 }
 
 // WithProbeInterval sets how often, while Redis is unavailable, one decision

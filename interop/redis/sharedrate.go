@@ -2,9 +2,10 @@ package redis
 
 import (
 	"context"
-	"crypto/rand"
+	crand "crypto/rand"
 	"encoding/hex"
 	"math"
+	"math/rand/v2"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -49,8 +50,8 @@ import (
 //     first round trip, one that closes leaves at once, and one that dies
 //     is dropped when its lease ends (three sync intervals).
 //
-// Each replica makes one round trip every [WithSyncInterval] (default one
-// second), and one more for each cut it reports (at most one per cut), on a
+// Each replica makes one round trip every one to 1.2 [WithSyncInterval]s
+// (default one second), and one more for each cut it reports (at most one per cut), on a
 // goroutine of its own; requests never wait for Redis. The instants in the
 // record are read from the replicas' clocks ([WithClock]): clocks that
 // disagree by a fraction of a second shift the curve by as much, and are
@@ -91,11 +92,12 @@ type SharedRate struct {
 
 	mu       sync.Mutex
 	curve    curve
-	demands  []float64 // the live replicas', sorted, mine included
-	mine     float64   // the demand this replica reported last
-	shared   bool      // the last round trip succeeded
-	reported int64     // the generation whose cut this replica has asked for
-	seed     float64   // the estimate last seen, to recreate a lost record with
+	members  map[string]float64 // the live replicas' demands by id, mine included
+	demands  []float64          // the same demands, sorted
+	mine     float64            // the demand this replica reported last
+	shared   bool               // the last round trip succeeded
+	reported int64              // the generation whose cut this replica has asked for
+	seed     float64            // the estimate last seen, to recreate a lost record with
 	// What the AdaptiveRate had seen at the last round trip, and when: a
 	// round trip reports the difference.
 	lastStats     backoff.AdaptiveRateStats
@@ -110,6 +112,12 @@ type SharedRate struct {
 // Redis unless [WithSyncInterval] says otherwise.
 const DefaultSyncInterval = time.Second
 
+// DefaultSharedRateTimeout bounds a [SharedRate]'s round trips to Redis
+// unless [WithTimeout] says otherwise: longer than a limiter's, since no
+// request waits for them, so that a busy Redis or client is not taken for
+// an unavailable one.
+const DefaultSharedRateTimeout = 500 * time.Millisecond
+
 // sharedSteerEvery is how often a replica moves its share along the curve
 // between round trips.
 const sharedSteerEvery = 100 * time.Millisecond
@@ -117,7 +125,8 @@ const sharedSteerEvery = 100 * time.Millisecond
 // NewSharedRate returns the SharedRate of this replica for the quota name,
 // shared with every replica that uses the same client's Redis, prefix and
 // name. It makes its first round trip before it returns (bounded by
-// [WithTimeout]), so that the replica starts at its share, and starts a
+// [WithTimeout], [DefaultSharedRateTimeout] by default), so that the
+// replica starts at its share, and starts a
 // goroutine that [SharedRate.Close] ends. Options that concern only the
 // limiters are ignored. NewSharedRate panics if client is nil or name is
 // empty or contains '{' or '}'.
@@ -131,6 +140,9 @@ func newSharedRate(client goredis.UniversalClient, name string, start bool, opts
 	mustBeClient("NewSharedRate", client)
 	checkName("NewSharedRate", name)
 	c := newConfig(opts)
+	if !c.timeoutSet {
+		c.timeout = DefaultSharedRateTimeout
+	}
 	checkClient(client, c, "NewSharedRate")
 	key := c.prefix + "rate:{" + name + "}"
 	s := &SharedRate{
@@ -210,9 +222,9 @@ func (s *SharedRate) Close() error {
 func (s *SharedRate) run(ctx context.Context) {
 	defer close(s.done)
 	cuts := s.pubsub.Channel()
-	syncTimer := s.clock.NewTimer(s.interval)
+	syncTimer := s.clock.NewTimer(s.syncWait())
 	defer syncTimer.Stop()
-	steer := s.clock.NewTimer(sharedSteerEvery)
+	steer := s.clock.NewTimer(jittered(sharedSteerEvery))
 	defer steer.Stop()
 	for {
 		select {
@@ -220,7 +232,7 @@ func (s *SharedRate) run(ctx context.Context) {
 			return
 		case <-syncTimer.C():
 			s.roundTrip(ctx, "sync")
-			syncTimer.Reset(s.interval)
+			syncTimer.Reset(s.syncWait())
 		case <-s.cutAsked:
 			s.roundTrip(ctx, "cut")
 			// The cut's round trip reported what a sync would: the next
@@ -231,26 +243,47 @@ func (s *SharedRate) run(ctx context.Context) {
 				default:
 				}
 			}
-			syncTimer.Reset(s.interval)
+			syncTimer.Reset(s.syncWait())
 		case m, ok := <-cuts:
 			if !ok {
 				cuts = nil
 				continue
 			}
-			if c, ok := parseCut(m.Payload); ok {
-				s.mu.Lock()
-				if c.gen > s.curve.gen {
-					s.curve = c
-					s.steerLocked()
-				}
-				s.mu.Unlock()
-			}
+			s.heard(m.Payload)
 		case <-steer.C():
 			s.mu.Lock()
 			s.steerLocked()
 			s.mu.Unlock()
-			steer.Reset(sharedSteerEvery)
+			steer.Reset(jittered(sharedSteerEvery))
 		}
+	}
+}
+
+// heard adopts a published message: a cut's new curve, or a replica that
+// joined or left, counted until the next round trip says what the record
+// holds.
+func (s *SharedRate) heard(msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if join, id, d, ok := parseMember(msg); ok {
+		if id == s.id || !s.shared {
+			return
+		}
+		if _, known := s.members[id]; known == join {
+			return // counted already, or never
+		}
+		if join {
+			s.members[id] = d
+		} else {
+			delete(s.members, id)
+		}
+		s.membersChangedLocked()
+		s.steerLocked()
+		return
+	}
+	if c, ok := parseCut(msg); ok && c.gen > s.curve.gen {
+		s.curve = c
+		s.steerLocked()
 	}
 }
 
@@ -305,7 +338,7 @@ func (s *SharedRate) roundTrip(ctx context.Context, call string) {
 	s.mu.Unlock()
 
 	callCtx, cancel := s.guard.begin(ctx)
-	c, demands, err := s.runScript(callCtx, r)
+	c, members, err := s.runScript(callCtx, r)
 	if err = s.guard.end(ctx, cancel, err); err != nil {
 		if ctx.Err() != nil {
 			return // closing
@@ -318,14 +351,23 @@ func (s *SharedRate) roundTrip(ctx context.Context, call string) {
 		s.mu.Unlock()
 		return
 	}
-	sort.Float64s(demands)
-	s.replicas.Store(int64(len(demands)))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lastStats, s.lastAt = st, now
 	s.trips++
-	s.curve, s.demands, s.mine, s.shared = c, demands, r.demand, true
+	s.curve, s.members, s.mine, s.shared = c, members, r.demand, true
+	s.membersChangedLocked()
 	s.steerLocked()
+}
+
+// membersChangedLocked sorts the live replicas' demands for shareOf.
+func (s *SharedRate) membersChangedLocked() {
+	s.demands = s.demands[:0]
+	for _, d := range s.members {
+		s.demands = append(s.demands, d)
+	}
+	sort.Float64s(s.demands)
+	s.replicas.Store(int64(len(s.demands)))
 }
 
 // steerLocked sets the AdaptiveRate to this replica's share of the
@@ -344,9 +386,21 @@ func (s *SharedRate) now() int64 { return s.micros(s.clock.Now()) }
 // micros returns t in µs since sharedEpoch.
 func (s *SharedRate) micros(t time.Time) int64 { return t.Sub(sharedEpoch).Microseconds() }
 
+// syncWait returns the time to the next sync: the interval to 1.2 times
+// it, at random, so that replicas started together spread their round
+// trips, and none makes more than one per interval.
+func (s *SharedRate) syncWait() time.Duration { return s.interval + rand.N(s.interval/5) }
+
+// jittered returns d ± 10%, at random: replicas started together would
+// otherwise move their shares, and release the requests waiting for them,
+// at the same instants, in bursts that a quota's bucket answers with 429s.
+func jittered(d time.Duration) time.Duration {
+	return d - d/10 + rand.N(d/5)
+}
+
 // replicaID returns a random name for a replica's lease.
 func replicaID() string {
 	var b [8]byte
-	_, _ = rand.Read(b[:])
+	_, _ = crand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }

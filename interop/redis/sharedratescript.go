@@ -28,15 +28,26 @@ var sharedEpoch = time.Date(2017, 1, 1, 0, 0, 0, 0, time.UTC)
 // (0: none; a replica that knew the record before Redis lost it), the curve's
 // climb (µs), and the channel that hears of cuts.
 //
+// A replica that takes a lease (it joins, or comes back after its lease
+// ended) is published as "j <id> <demand>", one that leaves as
+// "l <id> <demand>", so that the others count it at once rather than at
+// their next round trip: replicas that start together would otherwise each
+// take the share of a smaller group for up to a sync interval.
+//
 // A cut is made only if the caller's generation is the record's: a
 // throttling answer met at an estimate that another replica's cut has
 // already answered cuts nothing. The cut finds the quota at the lower of the
 // caller's estimate and the successes per second the live replicas report
-// together (what the quota granted them), and publishes the new curve.
+// together (what the quota granted them over the last interval or so), and
+// publishes the new curve. The first cut, which ends the slow start, finds
+// it at no less than half the estimate: the estimate doubles faster than
+// the replicas report, so that what they report is out of date by a few
+// doublings (a slow start ends as TCP's does, at half the rate that met the
+// quota, unless more was granted).
 // Leases that have ended are dropped; the record expires when no replica
 // has renewed one for ten leases.
 //
-// Returns {gen, slow (1/0), t0, base, then each live replica's demand}.
+// Returns {gen, slow (1/0), t0, base, then each live replica's id and demand}.
 const sharedRateSource = `
 local key = KEYS[1]
 local now = tonumber(ARGV[1])
@@ -53,10 +64,17 @@ if not gen then
     redis.call('HSET', key, 'gen', 1, 'slow', 1, 't0', now, 'base', ARGV[9])
   end
 end
+local held = redis.call('HGET', key, id)
 if call == 'leave' then
-  redis.call('HDEL', key, id)
+  if held then
+    redis.call('HDEL', key, id)
+    redis.call('PUBLISH', ARGV[12], 'l ' .. ARGV[2] .. ' ' .. (string.match(held, '^%S+ (%S+)') or 'inf'))
+  end
 else
   redis.call('HSET', key, id, string.format('%d %s %s', now + lease, ARGV[3], ARGV[4]))
+  if not held then
+    redis.call('PUBLISH', ARGV[12], 'j ' .. ARGV[2] .. ' ' .. ARGV[3])
+  end
 end
 redis.call('PEXPIRE', key, math.ceil(lease / 100))
 local all = redis.call('HGETALL', key)
@@ -68,6 +86,7 @@ for i = 1, #all, 2 do
     if ends == nil or tonumber(ends) < now then
       redis.call('HDEL', key, f)
     else
+      demands[#demands + 1] = string.sub(f, 3)
       demands[#demands + 1] = d
       ok = ok + tonumber(o)
     end
@@ -78,7 +97,7 @@ end
 if call == 'cut' and tonumber(ARGV[7]) == gen then
   local met = tonumber(ARGV[8])
   if rec.slow == '1' then
-    met = met / 2
+    met = math.min(met, math.max(met / 2, ok))
   elseif ok > 0 and ok < met then
     met = ok
   end
@@ -110,8 +129,8 @@ type sharedReport struct {
 var errSharedReply = errors.New(msgPrefix + "unexpected reply from the shared rate script")
 
 // runScript runs the script for one report and returns the record's curve
-// and the live replicas' demands (none after a leave).
-func (s *SharedRate) runScript(ctx context.Context, r sharedReport) (curve, []float64, error) {
+// and the live replicas' demands by id (none after a leave).
+func (s *SharedRate) runScript(ctx context.Context, r sharedReport) (curve, map[string]float64, error) {
 	args := []any{
 		r.now, s.id, formatRate(r.demand), formatRate(r.ok), s.lease.Microseconds(), r.call,
 		r.gen, formatRate(r.est), formatRate(r.initial), formatRate(r.seed),
@@ -134,15 +153,33 @@ func (s *SharedRate) runScript(ctx context.Context, r sharedReport) (curve, []fl
 	if !ok1 || !ok2 || !ok3 || err4 != nil {
 		return curve{}, nil, errSharedReply
 	}
-	demands := make([]float64, 0, len(res)-4)
-	for _, v := range res[4:] {
-		d, err := parseRate(v)
-		if err != nil {
+	if len(res)%2 != 0 {
+		return curve{}, nil, errSharedReply
+	}
+	members := make(map[string]float64, (len(res)-4)/2)
+	for i := 4; i < len(res); i += 2 {
+		id, ok := res[i].(string)
+		d, err := parseRate(res[i+1])
+		if !ok || err != nil {
 			return curve{}, nil, errSharedReply
 		}
-		demands = append(demands, d)
+		members[id] = d
 	}
-	return curve{gen: gen, slow: slow == 1, t0: t0, base: base}, demands, nil
+	return curve{gen: gen, slow: slow == 1, t0: t0, base: base}, members, nil
+}
+
+// parseMember reads a join's or a leave's message: "j <id> <demand>" or
+// "l <id> <demand>".
+func parseMember(msg string) (join bool, id string, demand float64, ok bool) {
+	f := strings.Fields(msg)
+	if len(f) != 3 || (f[0] != "j" && f[0] != "l") {
+		return false, "", 0, false
+	}
+	d, err := parseRate(f[2])
+	if err != nil {
+		return false, "", 0, false
+	}
+	return f[0] == "j", f[1], d, true
 }
 
 // parseCut reads a cut's message: "<gen> <slow> <t0> <base>".

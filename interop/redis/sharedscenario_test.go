@@ -97,6 +97,14 @@ func (r quotaRun) ratio() float64 { return r.elapsed.Seconds() / r.minimum.Secon
 // replicaSchedule is the retry schedule of every scenario's clients.
 var replicaSchedule = backoff.Schedule{Duration: 100 * time.Millisecond, Factor: 2, Cap: 5 * time.Second, Jitter: 0.1}
 
+// replicaClient returns a replica's HTTP client: retries on the schedule,
+// over a transport of its own, as a process has (closing the idle
+// connections of a shared one would break other replicas' requests).
+func replicaClient(opts ...backoff.Option) *http.Client {
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	return &http.Client{Transport: httpretry.NewTransport(base, replicaSchedule, opts...)}
+}
+
 // runReplicas runs replicas, each its own HTTP client and (shared) its own
 // Redis client and SharedRate, each sending perReplica GETs one after
 // another to api, and returns what it measured.
@@ -124,7 +132,7 @@ func runReplicas(t *testing.T, srv *server, name string, p pacing, replicas, per
 				}()
 				opts = append(opts, backoff.WithPacer(sr.Pacer()))
 			}
-			client := httpretry.NewClient(replicaSchedule, opts...)
+			client := replicaClient(opts...)
 			defer client.CloseIdleConnections()
 			for range perReplica {
 				resp, err := client.Get(api.URL)
@@ -193,7 +201,7 @@ func TestSharedRateJoinAndLeave(t *testing.T) {
 		r := &replica{stop: make(chan struct{}), done: make(chan struct{})}
 		rc := goredis.NewClient(srv.options())
 		r.sr = backoffredis.NewSharedRate(rc, "join", backoffredis.WithLogger(nil))
-		client := httpretry.NewClient(replicaSchedule, backoff.WithPacer(r.sr.Pacer()))
+		client := replicaClient(backoff.WithPacer(r.sr.Pacer()))
 		go func() {
 			defer close(r.done)
 			defer rc.Close()
