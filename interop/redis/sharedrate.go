@@ -329,8 +329,15 @@ func (s *SharedRate) roundTrip(ctx context.Context, call string) {
 	if elapsed > 0 {
 		r.ok = float64(st.Succeeded-s.lastStats.Succeeded) / elapsed
 	}
-	if call == "cut" {
+	switch {
+	case call == "cut":
 		r.gen, r.est = s.reported, capped(s.curve.at(r.now), s.curve, s.demands)
+	case s.shared:
+		// Demand holds the estimate down: the curve starts again from
+		// there, rather than growing unseen.
+		if est := s.curve.at(r.now); capped(est, s.curve, s.demands) < est {
+			r.gen, r.rebase = s.curve.gen, capped(est, s.curve, s.demands)
+		}
 	}
 	if !s.shared {
 		r.seed = s.seed

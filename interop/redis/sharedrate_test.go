@@ -128,3 +128,25 @@ func TestSharedRateWithoutRedis(t *testing.T) {
 	assert.InDelta(t, 0.95*known, r.Estimate(), 0.01, "at the plateau of the estimate the replica knew")
 	assert.False(t, math.IsNaN(r.Pacer().Rate()))
 }
+
+// TestSharedRateCurveWaitsForDemand: while the replicas want less than the
+// estimate, the curve does not grow unseen: when demand rises after a long
+// quiet spell, the estimate starts from where demand held it, not from a
+// slow start that ran on meanwhile.
+func TestSharedRateCurveWaitsForDemand(t *testing.T) {
+	srv := startServer(t)
+	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	r := sharedRates(t, srv, clk, "quiet", 1, backoffredis.WithInitialRate(10))[0]
+	r.SetDemandForTest(2)
+	r.SyncForTest() // reports the demand
+	for range 30 {
+		clk.Step(time.Second)
+		r.SyncForTest()
+		assert.Equal(t, 10.0, r.Estimate(), "held at the slow start's base, twice the demand being less")
+	}
+	r.SetDemandForTest(math.Inf(1))
+	r.SyncForTest()
+	assert.InDelta(t, 10, r.Estimate(), 1, "demand rose: the slow start goes on from where it was held")
+	clk.Step(500 * time.Millisecond)
+	assert.InDelta(t, 40, r.Estimate(), 4, "and doubles every 250 ms from there")
+}

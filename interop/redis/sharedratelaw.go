@@ -66,7 +66,8 @@ func (c curve) at(now int64) float64 {
 
 // capped bounds an estimate by what the replicas want: when every one of
 // them sends less than it may (no demand is infinite), the estimate never
-// exceeds twice what they want together, or the curve's base, so that a
+// exceeds twice what they want together, or the curve's start (its base,
+// or the plateau after a cut), so that a
 // quota nobody uses does not build up an estimate nobody has tried.
 func capped(est float64, c curve, demands []float64) float64 {
 	total := 0.0
@@ -76,7 +77,11 @@ func capped(est float64, c curve, demands []float64) float64 {
 		}
 		total += d
 	}
-	return min(est, max(2*total, c.base))
+	floor := c.base // the slow start's
+	if !c.slow {
+		floor *= sharedPlateau // the curve's plateau: where a cut left it
+	}
+	return min(est, max(2*total, floor))
 }
 
 // shareOf divides est among replicas whose demands are given, max-min fair

@@ -29,9 +29,10 @@ func TestCurve(t *testing.T) {
 // TestCapped: the estimate exceeds twice what the replicas want only when
 // one of them wants more than it is given.
 func TestCapped(t *testing.T) {
-	c := curve{base: 10}
+	c := curve{slow: true, base: 10}
 	assert.Equal(t, 30.0, capped(1000, c, []float64{5, 10}))
-	assert.Equal(t, 10.0, capped(1000, c, []float64{1, 1}), "never below the curve's base")
+	assert.Equal(t, 10.0, capped(1000, c, []float64{1, 1}), "never below the slow start's base")
+	assert.Equal(t, 9.5, capped(1000, curve{base: 10}, []float64{1, 1}), "nor below the plateau after a cut")
 	assert.Equal(t, 1000.0, capped(1000, c, []float64{1, math.Inf(1)}))
 	assert.Equal(t, 20.0, capped(20, c, []float64{50}))
 }

@@ -47,6 +47,11 @@ var sharedEpoch = time.Date(2017, 1, 1, 0, 0, 0, 0, time.UTC)
 // Leases that have ended are dropped; the record expires when no replica
 // has renewed one for ten leases.
 //
+// A sync that finds the estimate held down by what the replicas want (see
+// capped) moves the curve's start to now, at the estimate it was held at
+// (ARGV 13; ARGV 14 is the plateau's factor), so that the curve does not
+// run ahead of any request while demand is low, to leap when it rises.
+//
 // Returns {gen, slow (1/0), t0, base, then each live replica's id and demand}.
 const sharedRateSource = `
 local key = KEYS[1]
@@ -94,6 +99,15 @@ for i = 1, #all, 2 do
     rec[f] = v
   end
 end
+local rebase = tonumber(ARGV[13])
+if call == 'sync' and rebase > 0 and tonumber(ARGV[7]) == gen then
+  if rec.slow == '1' then
+    rec.t0, rec.base = tostring(now), string.format('%.17g', rebase)
+  else
+    rec.t0, rec.base = tostring(now - tonumber(ARGV[11])), string.format('%.17g', rebase / tonumber(ARGV[14]))
+  end
+  redis.call('HSET', key, 't0', rec.t0, 'base', rec.base)
+end
 if call == 'cut' and tonumber(ARGV[7]) == gen then
   local met = tonumber(ARGV[8])
   if rec.slow == '1' then
@@ -123,6 +137,7 @@ type sharedReport struct {
 	est     float64 // the cut's estimate
 	initial float64 // a new record's slow-start rate
 	seed    float64 // a new record's estimate past a cut, or 0
+	rebase  float64 // the estimate demand holds the curve at, or 0
 }
 
 // errSharedReply is the error of a reply the script cannot have given.
@@ -134,7 +149,7 @@ func (s *SharedRate) runScript(ctx context.Context, r sharedReport) (curve, map[
 	args := []any{
 		r.now, s.id, formatRate(r.demand), formatRate(r.ok), s.lease.Microseconds(), r.call,
 		r.gen, formatRate(r.est), formatRate(r.initial), formatRate(r.seed),
-		int64(sharedClimb * 1e6), s.channel,
+		int64(sharedClimb * 1e6), s.channel, formatRate(r.rebase), formatRate(sharedPlateau),
 	}
 	res, err := sharedRateScript.Run(ctx, s.client, []string{s.key}, args...).Slice()
 	if err != nil {
