@@ -213,6 +213,15 @@ func (k *KeyedLimiter[K]) AllowN(key K, n int) bool {
 	s.buckets.Prefetch(h)
 	now := k.now()
 	s.mu.Lock()
+	if len(s.own) == 0 && k.limit != InfLimit {
+		// The common case, a held key with the limiter's rate and burst:
+		// reserveLocked's path for it, without building a Reservation.
+		if st := s.buckets.Find(h, key); st != nil {
+			_, ok := st.take(now, max(n, 0), k.limit, k.burst, 0)
+			s.mu.Unlock()
+			return ok
+		}
+	}
 	r, _ := k.reserveLocked(s, h, key, now, n, 0)
 	s.mu.Unlock()
 	return r.ok
