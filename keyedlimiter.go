@@ -49,6 +49,7 @@ import (
 // [WithMaxKeys]. Its zero value is not usable: use [NewKeyedLimiter].
 type KeyedLimiter[K comparable] struct {
 	clock  clock.WithDelayedExecution
+	real   bool // clock is clock.RealClock: read time.Since directly
 	epoch  time.Time
 	limit  float64 // for keys without their own; ≥ 0, InfLimit for none
 	burst  int
@@ -124,6 +125,7 @@ func NewKeyedLimiter[K comparable](r float64, burst int, opts ...Option) *KeyedL
 		limit: sanitizeLimit(r),
 		burst: burst,
 	}
+	_, k.real = c.clock.(clock.RealClock)
 	seed := keytable.NewSeed()
 	maxKeys := c.limiter.maxKeys
 	shards := 1
@@ -181,6 +183,9 @@ func WithMaxKeys(n int) Option {
 }
 
 func (k *KeyedLimiter[K]) now() time.Duration {
+	if k.real {
+		return max(time.Since(k.epoch), 0)
+	}
 	return max(k.clock.Since(k.epoch), 0)
 }
 
@@ -213,6 +218,15 @@ func (k *KeyedLimiter[K]) AllowN(key K, n int) bool {
 	s.buckets.Prefetch(h)
 	now := k.now()
 	s.mu.Lock()
+	if len(s.own) == 0 && k.limit != InfLimit {
+		// The common case, a held key with the limiter's rate and burst:
+		// reserveLocked's path for it, without building a Reservation.
+		if st := s.buckets.Find(h, key); st != nil {
+			_, ok := st.take(now, max(n, 0), k.limit, k.burst, 0)
+			s.mu.Unlock()
+			return ok
+		}
+	}
 	r, _ := k.reserveLocked(s, h, key, now, n, 0)
 	s.mu.Unlock()
 	return r.ok

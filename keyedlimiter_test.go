@@ -375,6 +375,82 @@ func TestKeyedLimiterAdmissionUnderContention(t *testing.T) {
 	}
 }
 
+// TestKeyedLimiterConcurrentAllowOnOneKey: goroutines call Allow on one
+// held key at once, with the clock still between rounds; each round admits
+// exactly what the bucket holds, however the calls interleave: the burst
+// at first, what the rate earned after a step, the burst again once the
+// bucket has refilled (the common case of a key that comes back).
+func TestKeyedLimiterConcurrentAllowOnOneKey(t *testing.T) {
+	clk := clocktesting.NewFakeClock(epoch)
+	const rate, burst, goroutines, calls = 10, 100, 8, 50
+	k := backoff.NewKeyedLimiter[string](rate, burst, backoff.WithClock(clk))
+	require.True(t, k.Allow("client"))
+	round := func() int {
+		var admitted sync.WaitGroup
+		counts := make([]int, goroutines)
+		for g := range goroutines {
+			admitted.Add(1)
+			go func() {
+				defer admitted.Done()
+				for range calls {
+					if k.Allow("client") {
+						counts[g]++
+					}
+				}
+			}()
+		}
+		admitted.Wait()
+		total := 0
+		for _, c := range counts {
+			total += c
+		}
+		return total
+	}
+	assert.Equal(t, burst-1, round(), "the rest of the burst")
+	clk.Step(time.Second)
+	assert.Equal(t, rate, round(), "what one second earns")
+	clk.Step(time.Hour)
+	assert.Equal(t, burst, round(), "a refilled bucket: the whole burst")
+	assert.Equal(t, 1, k.Len())
+}
+
+// TestKeyedLimiterAllowNEdgesOnAHeldKey: AllowN on a held key with n ≤ 0,
+// n above the burst (at a rate so high that the tokens it lacks take no
+// time to earn) and a key of its own rate answers as a Limiter does.
+func TestKeyedLimiterAllowNEdgesOnAHeldKey(t *testing.T) {
+	for _, rate := range []float64{2, 1e12} {
+		clk := clocktesting.NewFakeClock(epoch)
+		k := backoff.NewKeyedLimiter[string](rate, 3, backoff.WithClock(clk))
+		l := backoff.NewLimiter(rate, 3, backoff.WithClock(clk))
+		require.True(t, k.Allow("a"))
+		require.True(t, l.Allow())
+		for i, n := range []int{-1, 0, 4, 2, 1, 0, -3, 1, 4} {
+			require.Equal(t, l.AllowN(n), k.AllowN("a", n), "rate %g, call %d: AllowN(%d)", rate, i, n)
+		}
+		clk.Step(700 * time.Millisecond)
+		require.Equal(t, l.AllowN(1), k.AllowN("a", 1), "rate %g", rate)
+		require.Equal(t, l.AllowN(1), k.AllowN("a", 1), "rate %g", rate)
+		assert.False(t, k.AllowN("a", 4), "rate %g: never more than the burst", rate)
+		k.SetKeyLimit("a", backoff.InfLimit, 0)
+		assert.True(t, k.AllowN("a", 1000), "a key of its own, unlimited rate")
+		k.SetKeyLimit("a", 0, 1)
+		assert.False(t, k.AllowN("a", 2), "a key of its own burst")
+	}
+}
+
+// TestKeyedLimiterOnTheRealClock: the default clock is read directly;
+// its instants still count from the limiter's construction.
+func TestKeyedLimiterOnTheRealClock(t *testing.T) {
+	k := backoff.NewKeyedLimiter[string](1, 1)
+	assert.True(t, k.Allow("a"))
+	assert.False(t, k.Allow("a"), "one per second")
+	r := k.Reserve("a")
+	require.True(t, r.OK())
+	assert.Greater(t, r.Delay(), time.Duration(0), "the next token is a second after the first")
+	assert.LessOrEqual(t, r.Delay(), time.Second)
+	r.Cancel()
+}
+
 // TestKeyedLimiterAllowAllocatesNothing: held keys, and keys coming back
 // once the table is sized for them.
 func TestKeyedLimiterAllowAllocatesNothing(t *testing.T) {
