@@ -11,9 +11,13 @@
 // limit then only slows clients down while the server has room
 // (kubernetes#111880), and disabling it (cert-manager PR #8757) leaves
 // nothing to slow them when the server has none. With [Configure], a
-// client sends without limit until the server's first 429, then paces at
-// the rate the server granted, held for its Retry-After, and probes upward
-// again as the answers stay good (see backoff.AdaptiveRate).
+// client sends without a rate limit until the server's first 429, then paces
+// at the rate the server granted, held for its Retry-After, and probes
+// upward again as the answers stay good (see backoff.AdaptiveRate); and it
+// has at most 10 requests in flight at first (client-go's default burst),
+// a limit learned from then on from the server's latency and 429s (see
+// backoff.AdaptiveLimiter), so that many goroutines starting together do not
+// overflow APF's queue before the first 429 comes back.
 //
 //	cfg, err := rest.InClusterConfig() // or clientcmd...
 //	clientgobackoff.Configure(cfg)
