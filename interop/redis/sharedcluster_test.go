@@ -18,7 +18,8 @@ import (
 // three masters, for about 10 s, while 20 replicas with exponential backoff
 // alone run against a second such API. The record must live on the master
 // of its slot only, and the cuts must have reached every replica: the
-// shared run is throttled a tenth as often as backoff alone, at most.
+// shared run is throttled a tenth as often as backoff alone, at most (under
+// -race, where cuts travel slower, 30%: see fewerBound).
 func TestSharedRateOnCluster(t *testing.T) {
 	t.Parallel()
 	const (
@@ -46,7 +47,7 @@ func TestSharedRateOnCluster(t *testing.T) {
 	sr, br := awaitRun(t, sharedDone, deadline), awaitRun(t, aloneDone, deadline)
 	t.Log(br)
 	t.Log(sr)
-	assert.LessOrEqual(t, float64(sr.throttled), 0.1*float64(br.throttled), "at most a tenth of the 429s of exponential backoff alone")
+	assert.LessOrEqual(t, float64(sr.throttled), max(0.1, 2*(1-fewerBound()))*float64(br.throttled), "at most a tenth of the 429s of exponential backoff alone (under -race, see fewerBound)")
 
 	// The record outlives the replicas' leases by ten of them: it is
 	// still there. SCAN answers on every master, whatever slots it serves.
