@@ -193,8 +193,12 @@ func TestSharedRateFiftyReplicas(t *testing.T) {
 	used := float64(shared.served) / (shared.elapsed.Seconds()*rate + rate)
 	t.Logf("shared: %.1f%% fewer 429s than exponential backoff alone; %.1f%% of the quota used", 100*fewer, 100*used)
 	assert.GreaterOrEqual(t, fewer, fewerBound(), "fewer 429s than exponential backoff alone")
-	assert.GreaterOrEqual(t, used, 0.90, "at least 90%% of the quota used")
-	assert.LessOrEqual(t, shared.ratio(), 1.1, "done within 1.1× the quota's minimum")
+	minUsed, maxRatio := 0.90, 1.1
+	if raceEnabled { // see fewerBound
+		minUsed, maxRatio = 0.85, 1.2
+	}
+	assert.GreaterOrEqual(t, used, minUsed, "at least 90%% of the quota used (85%% under -race)")
+	assert.LessOrEqual(t, shared.ratio(), maxRatio, "done within 1.1× the quota's minimum (1.2× under -race)")
 	assert.LessOrEqual(t, shared.roundTrips, 1.0, "at most one round trip to Redis per replica per second")
 	assert.Less(t, shared.throttled, runs[1].throttled, "fewer 429s than an AdaptiveRate per replica")
 }
