@@ -182,7 +182,7 @@ func (s *SharedRate) Pacer() *backoff.AdaptiveRate { return s.rate }
 func (s *SharedRate) Estimate() float64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return capped(s.curve.at(s.now()), s.curve, s.demands)
+	return s.estimateLocked(s.now())
 }
 
 // Replicas returns how many replicas held a lease at this replica's last
@@ -208,7 +208,7 @@ func (s *SharedRate) Close() error {
 		s.rate.Unsteer()
 		if s.Stats().Available {
 			ctx, cancel := context.WithTimeout(context.Background(), s.guard.timeout)
-			_, _, _ = s.runScript(ctx, sharedReport{call: "leave", now: s.micros(s.clock.Now())})
+			_, _, _ = s.runScript(ctx, sharedReport{call: "leave", now: s.now()})
 			cancel()
 		}
 		err = s.pubsub.Close()
@@ -331,12 +331,12 @@ func (s *SharedRate) roundTrip(ctx context.Context, call string) {
 	}
 	switch {
 	case call == "cut":
-		r.gen, r.est = s.reported, capped(s.curve.at(r.now), s.curve, s.demands)
+		r.gen, r.est = s.reported, s.estimateLocked(r.now)
 	case s.shared:
 		// Demand holds the estimate down: the curve starts again from
 		// there, rather than growing unseen.
-		if est := s.curve.at(r.now); capped(est, s.curve, s.demands) < est {
-			r.gen, r.rebase = s.curve.gen, capped(est, s.curve, s.demands)
+		if held := s.estimateLocked(r.now); held < s.curve.at(r.now) {
+			r.gen, r.rebase = s.curve.gen, held
 		}
 	}
 	if !s.shared {
@@ -383,11 +383,18 @@ func (s *SharedRate) steerLocked() {
 	if !s.shared {
 		return
 	}
-	est := capped(s.curve.at(s.micros(s.clock.Now())), s.curve, s.demands)
+	est := s.estimateLocked(s.now())
 	s.seed = est
 	s.rate.Steer(shareOf(est, s.mine, s.demands))
 }
 
+// estimateLocked is the shared estimate at now (µs since sharedEpoch): the
+// curve, held down by what the live replicas want.
+func (s *SharedRate) estimateLocked(now int64) float64 {
+	return capped(s.curve.at(now), s.curve, s.demands)
+}
+
+// now returns the local clock's reading in µs since sharedEpoch.
 func (s *SharedRate) now() int64 { return s.micros(s.clock.Now()) }
 
 // micros returns t in µs since sharedEpoch.
