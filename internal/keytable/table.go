@@ -111,6 +111,9 @@ type Table[K comparable, V any] struct {
 	// kept: as many as the entries that come back between two passes fill
 	// (see Insert), not the peak of a table that has emptied for good.
 	spare [][]entry[K, V]
+	// spareIndex is the index before the last rebuild, kept while entries
+	// come and go (see rebuild).
+	spareIndex []uint32
 	// dropping is whether the last pass before a rebuild dropped a quarter
 	// of the entries or more.
 	dropping bool
@@ -383,16 +386,19 @@ func (t *Table[K, V]) dropStale() {
 func (t *Table[K, V]) rebuild(n int) {
 	size := max(n*rebuildNum/rebuildDen, minIndex)
 	var index []uint32
-	if c := cap(t.index); c >= size && c <= 2*size {
-		// The index is made from the entries, not from itself, so its
-		// array is cleared and used again: while entries come and go,
-		// rebuilds come often and ask for about the same size. Prefetch
-		// may meanwhile compute an address in it, which is harmless: it
-		// reads no slot.
-		index = t.index[:size]
+	if s := t.spareIndex; cap(s) >= size && cap(s) <= 2*size {
+		index = s[:size]
 		clear(index)
 	} else {
 		index = make([]uint32, size)
+	}
+	t.spareIndex = nil
+	if t.dropping {
+		// Entries come and go: the index replaced is kept for the next
+		// rebuild, which comes soon and asks for about the same size.
+		// Prefetch may still compute an address in it, which is harmless:
+		// it reads no slot.
+		t.spareIndex = t.index
 	}
 	t.index = index
 	t.used = 0
