@@ -20,13 +20,22 @@ import (
 // whose bucket is full. It does so when memory asks, not as time passes:
 // when its table would have to grow to add a key, it first drops every key
 // whose bucket is full and that has not been used since the table last did
-// this, and sizes the table for the keys left. A key that keeps coming back
-// (a client under its limit, calling every few seconds) keeps its entry
-// however often its bucket refills between calls, so its calls never pay
-// to be added again; a key that stops coming goes at the second growth
-// after its last call. No goroutine sweeps; memory follows the keys that
-// are not full or were used lately, not the keys ever seen (a table that
-// stops receiving new keys keeps what it holds until new keys arrive).
+// this (a pass). Whether the table then grows depends on whether the keys
+// it dropped come back: it remembers, in a bitmap of four bits per key,
+// which keys passes dropped lately, and while half or more of the keys it
+// adds are such keys it grows, 1.4 times per pass, until its passes come
+// far enough apart that keys come back before they would be dropped. From
+// then on a key that keeps coming back (a client under its limit, calling
+// every few seconds) keeps its entry however often its bucket refills
+// between calls, so its calls do not pay to be added again. Keys that do
+// not come back (a stream of new clients, each calling once) go at the
+// second pass after their last call, and the table does not grow for them:
+// memory follows the keys whose buckets are not full or that come back, not
+// the keys ever seen. The keys that come back are seen to if they are up to
+// about nine times as many as the table holds when they start (at least the
+// keys used within one token's time, 1/r): clients calling once a second against 10/s are held from within a few
+// rounds of their calls. No goroutine sweeps, and a table that stops
+// receiving new keys keeps what it holds until new keys arrive.
 // Memory is bounded further by [WithMaxKeys]; beyond that many keys, see
 // there.
 //

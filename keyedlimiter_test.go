@@ -199,30 +199,60 @@ func TestKeyedLimiterMemoryFollowsTheRecentKeys(t *testing.T) {
 	assert.Less(t, peak, 3*wave, "refilled keys are dropped as new ones arrive")
 }
 
-// TestKeyedLimiterKeepsKeysThatComeBack: 3,000 clients each call once a
-// second, against a limit of 10/s, so every bucket has refilled by the
-// key's next call. Once every key is held, the table keeps them all: a key
-// that comes back between two passes over the table is not dropped, so no
-// call re-inserts its key, and no pass or rebuild (which would allocate) is
-// ever due again.
-func TestKeyedLimiterKeepsKeysThatComeBack(t *testing.T) {
+// TestKeyedLimiterForgetsAStreamOfNewKeys: 50,000 new keys a second, each
+// seen once, against a limit of 10/s, so that a key's bucket is full again
+// 0.1 s (5,000 keys) after its call. Memory follows the keys whose buckets
+// are not full, not the keys seen: the limiter never holds more than a few
+// times 5,000 keys, however long the stream.
+func TestKeyedLimiterForgetsAStreamOfNewKeys(t *testing.T) {
+	t.Parallel() // CPU-bound and self-contained: see TestMain
 	clk := clocktesting.NewFakeClock(epoch)
 	k := backoff.NewKeyedLimiter[int](10, 1, backoff.WithClock(clk))
-	const clients = 3_000
-	round := func() {
-		for i := range clients {
-			if !k.Allow(i) {
-				panic("a client that calls once a second is refused")
-			}
-			clk.Step(time.Second / clients)
+	const notFull = 5_000
+	peak := 0
+	for i := range 30 * notFull {
+		require.True(t, k.Allow(i))
+		clk.Step(time.Second / (10 * notFull))
+		if i%256 == 255 {
+			peak = max(peak, k.Len())
 		}
 	}
-	for range 3 {
-		round()
+	assert.GreaterOrEqual(t, peak, notFull, "the keys not full yet are held")
+	assert.Less(t, peak, 3*notFull, "the stream's other keys are dropped")
+}
+
+// TestKeyedLimiterKeepsKeysThatComeBack: 3,000 clients each call once a
+// second, against a limit of 10/s, so every bucket has refilled by the
+// key's next call. The table holds at first only about the keys whose
+// buckets are not full, and sees the others come back after it dropped
+// them: it grows until it holds them all (within five rounds over the
+// clients, which the seeds tried all met: the first inserts every key),
+// and then keeps them: a key that comes back between two passes over the
+// table is not dropped, so no call re-inserts its key, and no pass or
+// rebuild (which would allocate) is ever due again. Ten limiters, so ten
+// hash seeds.
+func TestKeyedLimiterKeepsKeysThatComeBack(t *testing.T) {
+	const clients = 3_000
+	for range 10 {
+		clk := clocktesting.NewFakeClock(epoch)
+		k := backoff.NewKeyedLimiter[int](10, 1, backoff.WithClock(clk))
+		round := func() {
+			for i := range clients {
+				if !k.Allow(i) {
+					panic("a client that calls once a second is refused")
+				}
+				clk.Step(time.Second / clients)
+			}
+		}
+		rounds := 0
+		for k.Len() < clients {
+			require.Less(t, rounds, 6, "rounds until every client is held")
+			round()
+			rounds++
+		}
+		assert.Zero(t, testing.AllocsPerRun(3, round), "no key is inserted again: nothing is rebuilt")
+		assert.Equal(t, clients, k.Len())
 	}
-	assert.Equal(t, clients, k.Len(), "every client is held")
-	assert.Zero(t, testing.AllocsPerRun(3, round), "no key is inserted again: nothing is rebuilt")
-	assert.Equal(t, clients, k.Len())
 }
 
 // TestKeyedLimiterMaxKeysSharded: from 4096 keys up the bound is split

@@ -12,3 +12,44 @@ package keytable
 // calls it, under its owner's lock, on the entries it looks at in Sweep and
 // before it grows; it must not call the Table.
 type Stale[K comparable, V any] func(key K, v *V) bool
+
+// comeBack reports whether keys are coming back after passes dropped them:
+// whether half or more of the inserts counted were of keys that passes had
+// dropped lately (see ghost). It is false until it has counted minSample
+// inserts; then it decides, and the counts start again.
+//
+// A table then sizes itself after each pass (the next pass comes once 0.4
+// times as many more entries have been added) for the entries it held
+// before the pass while keys come back, and for the entries left
+// otherwise. An owner's Stale function may keep what was used since the
+// pass before (KeyedLimiter does), so how far apart passes come decides how
+// long an unused key is kept: keys that come back make the table grow 1.4
+// times per pass until they come back before they are dropped, and stop
+// being inserted again; keys that do not (a stream of new keys, each used
+// once) hold memory for two passes at most, and the passes do not spread
+// out as the stream goes on.
+type comeBack struct {
+	inserts, returns int
+	yes              bool
+}
+
+// minSample is the fewest inserts comeBack decides on, so that a small
+// table does not decide on the chance of a few keys.
+const minSample = 128
+
+// count counts an insert, and whether its key had been dropped lately.
+func (c *comeBack) count(returned bool) {
+	c.inserts++
+	if returned {
+		c.returns++
+	}
+}
+
+// decide updates and returns the decision, at a pass.
+func (c *comeBack) decide() bool {
+	if c.inserts >= minSample {
+		c.yes = c.returns*2 >= c.inserts
+		c.inserts, c.returns = 0, 0
+	}
+	return c.yes
+}

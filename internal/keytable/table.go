@@ -36,16 +36,19 @@ const (
 	firstChunkLen = 8
 	// minIndex is the smallest index, in slots.
 	minIndex = 8
+	// smallIndex: an index array of up to this many slots (4 KiB) is kept
+	// by a rebuild that needs less, however much less, and is not
+	// prefetched: a small table whose size swings as entries come and go
+	// then allocates nothing.
+	smallIndex = 1024
 	// The index grows (or is rebuilt after dropping stale entries) when more
 	// than 7/8 of its slots are used, and is rebuilt 5/8 used.
 	maxLoadNum, maxLoadDen = 7, 8
 	rebuildNum, rebuildDen = 8, 5 // slots per entry after a rebuild
-	// churnFactor: while entries keep going stale and coming back, the index
-	// is sized for this many times the entries a pass leaves (see Insert),
-	// and churnSpare times the chunks in use are kept for reuse, enough for
-	// the entries added until the next pass (1.4×churnFactor times those
-	// left, at most).
-	churnFactor, churnSpare = 4, 5
+	// churnSpare: while entries keep going stale and coming back, up to
+	// churnSpare times the chunks in use are kept for reuse, enough for the
+	// entries added until the next pass.
+	churnSpare = 5
 )
 
 // Table maps keys to values of type V, held inline. Its zero value is not
@@ -84,17 +87,17 @@ const (
 // drops every entry its Stale function approves, closing the gaps in order
 // (so the entries left keep the order they were added in), and rebuilds the
 // index for the entries left, which may mean shrinking it. That pass is
-// O(entries) and comes once per at least 0.4×entries insertions; while
-// passes keep dropping many entries (entries that go stale and come back),
-// the index is sized for churnFactor times the entries left, so that it
-// comes once per several times them, and the storage emptied is kept for
-// the entries that come back. Sweep
-// drops entries one at a time instead: the last entry moves into the
-// dropped one's place, so the storage stays dense without a pass, and its
-// index slot is renumbered (a free list would keep the order but leave
-// holes that the pass and Sweep would have to skip); the dropped entry's
-// slot becomes a tombstone, or empty when no probe can go past it, until
-// the next rebuild.
+// O(entries) and comes once per at least 0.4×entries insertions. How large
+// the rebuilt index is decides how soon the next pass comes, and so how
+// long an entry that goes stale may stay unused before it is dropped: see
+// comeBack. To tell keys that come back from new ones, a pass records
+// the keys it drops in the ghost, a bitmap of one bit per hash, and Insert
+// counts the keys it finds there. Sweep drops entries one at a time
+// instead: the last entry moves into the dropped one's place, so the
+// storage stays dense without a pass, and its index slot is renumbered (a
+// free list would keep the order but leave holes that the pass and Sweep
+// would have to skip); the dropped entry's slot becomes a tombstone, or
+// empty when no probe can go past it, until the next rebuild.
 type Table[K comparable, V any] struct {
 	seed   maphash.Seed
 	index  []uint32
@@ -111,12 +114,11 @@ type Table[K comparable, V any] struct {
 	// kept: as many as the entries that come back between two passes fill
 	// (see Insert), not the peak of a table that has emptied for good.
 	spare [][]entry[K, V]
-	// spareIndex is the index before the last rebuild, kept while entries
-	// come and go (see rebuild).
-	spareIndex []uint32
-	// dropping is whether the last pass before a rebuild dropped a quarter
-	// of the entries or more.
-	dropping bool
+	// ghost remembers the keys that passes dropped lately.
+	ghost ghost
+	// comeBack counts the Inserts of keys the ghost remembers, to size the
+	// table after a pass.
+	comeBack comeBack
 	// shared is index for Prefetch, which takes no lock: it is replaced,
 	// never written through, when the index is rebuilt.
 	shared atomic.Pointer[[]uint32]
@@ -149,7 +151,8 @@ func (t *Table[K, V]) Hash(key K) uint64 { return maphash.Comparable(t.seed, key
 // Find's probe for hash h will start, so that the owner's other work before
 // Find (reading the clock, taking its lock) overlaps the memory access. It
 // needs no lock, reads no slot and may run while the index is rebuilt: then
-// it loads a line of the old index, which does no harm.
+// it loads a line of the old index, which does no harm. It does nothing for
+// an index small enough to stay in the caches (see smallIndex).
 func (t *Table[K, V]) Prefetch(h uint64) {
 	if p := t.shared.Load(); p != nil {
 		index := *p
@@ -221,33 +224,37 @@ func (t *Table[K, V]) Passes() bool {
 // table holds MaxLen entries after that.
 func (t *Table[K, V]) Insert(h uint64, key K, v V) *V {
 	if t.Passes() {
-		before := t.live
-		t.dropStale()
-		n := t.live + 1
-		dropping := (before-t.live)*4 >= before
-		if dropping && t.dropping {
-			// Two passes in a row dropped a quarter or more: entries are
-			// coming and going (keys that go stale between their calls and
-			// come back), and an index sized for the entries left, 5/8
-			// used, would bring the next pass after 0.4× those entries have
-			// been added. Sized for churnFactor times them (up to the
-			// entries it held), it comes after up to 1.4×churnFactor−1
-			// times, and the cost of the passes per Insert (a look at each
-			// entry, a hash of each entry kept) falls accordingly.
-			n = max(n, min(before, t.live*churnFactor))
-		}
-		t.dropping = dropping
-		t.rebuild(n)
+		t.pass()
 	}
 	if t.live >= t.maxLen {
 		panic("keytable: Insert into a table of MaxLen entries")
 	}
+	t.comeBack.count(t.ghost.has(h))
 	n := t.live
 	t.place(h, n)
 	t.live++
 	e := t.appendEntry(n)
 	*e = entry[K, V]{key: key, val: v}
 	return &e.val
+}
+
+// pass drops the stale entries, remembering their keys in the ghost, and
+// rebuilds the index for the entries left, or for those it held if keys
+// come back (see comeBack).
+func (t *Table[K, V]) pass() {
+	before := t.live
+	if !t.comeBack.yes {
+		// While the table grows for keys that come back, the ghost keeps
+		// the size it had: it is there to see them come back, which it
+		// did at that size.
+		t.ghost.sizeFor(before)
+	}
+	t.dropStale()
+	n := t.live + 1
+	if t.comeBack.decide() {
+		n = max(n, before)
+	}
+	t.rebuild(n)
 }
 
 // place writes the slot of entry n, whose key has hash h, in the first slot
@@ -350,6 +357,7 @@ func (t *Table[K, V]) dropStale() {
 	for n := range t.live {
 		e := t.at(n)
 		if t.stale(e.key, &e.val) {
+			t.ghost.add(t.Hash(e.key))
 			continue
 		}
 		if kept != n {
@@ -381,29 +389,33 @@ func (t *Table[K, V]) dropStale() {
 	t.cursor = 0
 }
 
-// rebuild makes a new index with room for n entries, 5/8 used, and indexes
+// rebuild makes an index with room for n entries, 5/8 used, and indexes
 // the entries.
 func (t *Table[K, V]) rebuild(n int) {
 	size := max(n*rebuildNum/rebuildDen, minIndex)
-	var index []uint32
-	if s := t.spareIndex; cap(s) >= size && cap(s) <= 2*size {
-		index = s[:size]
-		clear(index)
+	if c := cap(t.index); c >= size && (c <= 2*size || c <= smallIndex) {
+		// The index is made from the entries, not from itself, so its
+		// array is cleared and used again: while entries come and go,
+		// passes ask for about the same size each time. Prefetch may
+		// meanwhile compute an address in it, which is harmless: it reads
+		// no slot.
+		t.index = t.index[:size]
+		clear(t.index)
 	} else {
-		index = make([]uint32, size)
+		t.index = make([]uint32, size)
 	}
-	t.spareIndex = nil
-	if t.dropping {
-		// Entries come and go: the index replaced is kept for the next
-		// rebuild, which comes soon and asks for about the same size.
-		// Prefetch may still compute an address in it, which is harmless:
-		// it reads no slot.
-		t.spareIndex = t.index
-	}
-	t.index = index
 	t.used = 0
 	for m := range t.live {
 		t.place(t.Hash(t.at(m).key), m)
 	}
-	t.shared.Store(&index)
+	if len(t.index) <= smallIndex {
+		// A small index stays in the caches: Prefetch has nothing to
+		// gain, and the copy of the slice it would read costs an
+		// allocation per rebuild, which a small table whose entries come
+		// and go makes every few inserts.
+		t.shared.Store(nil)
+		return
+	}
+	shared := t.index
+	t.shared.Store(&shared)
 }

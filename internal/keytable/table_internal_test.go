@@ -61,8 +61,11 @@ func checkIndex(t *testing.T, tab *Table[int, val]) {
 	}
 	require.Equal(t, tab.live, stored)
 	require.LessOrEqual(t, tab.used*maxLoadDen, len(tab.index)*maxLoadNum, "load")
-	if tab.index != nil {
+	if len(tab.index) > smallIndex {
 		require.Same(t, &tab.index[0], &(*tab.shared.Load())[0], "Prefetch sees the index")
+		require.Len(t, *tab.shared.Load(), len(tab.index), "Prefetch sees the index")
+	} else {
+		require.Nil(t, tab.shared.Load(), "a small index is not prefetched")
 	}
 }
 
@@ -435,36 +438,85 @@ func TestTableDropStaleAtChunkEdges(t *testing.T) {
 	}
 }
 
-// TestTableChurnRebuildsRarelyAndReusesItsStorage: when entries go stale
-// between their uses and come back (a key that refills between its calls),
-// every Insert follows a drop. The passes before a rebuild then come once per
-// more than twice the entries held, not once per 0.4× them, and the storage
-// that a pass empties is used again, so that what the table allocates per
-// Insert is a few bytes, not the entries' 32 bytes and a new index per pass.
-func TestTableChurnRebuildsRarelyAndReusesItsStorage(t *testing.T) {
-	const window, inserts = 5000, 200_000
-	tab := newTable()
-	churn := func(from, to int) {
-		for k := from; k < to; k++ {
-			tab.Insert(tab.Hash(k), k, val{n: k})
-			if old := k - window; old >= 0 {
-				tab.Find(tab.Hash(old), old).stale = true
+// secondChance is a table whose Stale function keeps, as KeyedLimiter's
+// does, what was used since the pass before, and what was used within the
+// last floor uses (a bucket that has not refilled yet): use inserts a key
+// or marks it used, and reports whether it had to insert it.
+type secondChance struct {
+	tab                    *Table[int, val]
+	now, keepSince, passAt int
+	passes                 int
+}
+
+func newSecondChance(floor int) *secondChance {
+	s := &secondChance{tab: new(Table[int, val])}
+	s.tab.Init(NewSeed(), func(_ int, v *val) bool { return v.n <= s.keepSince && v.n <= s.now-floor })
+	return s
+}
+
+func (s *secondChance) use(k int) bool {
+	s.now++
+	h := s.tab.Hash(k)
+	if v := s.tab.Find(h, k); v != nil {
+		v.n = s.now
+		return false
+	}
+	if s.tab.Passes() {
+		s.keepSince, s.passAt = s.passAt, s.now
+		s.passes++
+	}
+	s.tab.Insert(h, k, val{n: s.now})
+	return true
+}
+
+// TestTableGrowsForKeysThatComeBack: keys used in turn, over and over, each
+// dropped when a pass finds it unused since the pass before and not used
+// within the last keys/ghostReach uses. The passes first drop keys that
+// then come back; the ghost sees them come back, so the table grows until
+// it holds every key, and from then on nothing is inserted.
+func TestTableGrowsForKeysThatComeBack(t *testing.T) {
+	for _, keys := range []int{300, 5000, 30_000} {
+		s := newSecondChance(keys / ghostReach)
+		rounds := 0
+		for inserted := true; inserted; rounds++ {
+			require.Less(t, rounds, 8, "%d keys: still inserting keys that came back", keys)
+			inserted = false
+			for k := range keys {
+				if s.use(k) {
+					inserted = true
+				}
 			}
 		}
+		checkIndex(t, s.tab)
+		assert.Equal(t, keys, s.tab.Len())
+		assert.LessOrEqual(t, rounds, 5, "%d keys: rounds until every key is held", keys)
+		assert.LessOrEqual(t, s.tab.Slots(), keys*4, "%d keys: index size", keys)
 	}
-	churn(0, 4*window) // warm up: the passes have started dropping
-	passes, index := 0, tab.shared.Load()
+}
+
+// TestTableForgetsKeysThatDoNotComeBack: a stream of new keys, each used
+// once and then dropped when a pass finds it unused since the pass before.
+// The ghost sees no key come back, so the table does not grow with the
+// stream: it holds the keys of about two passes, passes come once per
+// 0.4× the entries held, and the storage and index that a pass empties are
+// used again, so that what the table allocates per Insert is a few bytes.
+func TestTableForgetsKeysThatDoNotComeBack(t *testing.T) {
+	const inserts = 300_000
+	s := newSecondChance(0)
+	for k := range 10_000 { // warm up: the ghost and the spare storage exist
+		s.use(-1 - k)
+	}
+	most, passes := 0, s.passes
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	for k := 4 * window; k < 4*window+inserts; k += window {
-		churn(k, k+window)
-		if p := tab.shared.Load(); p != index {
-			passes, index = passes+1, p
-		}
+	for k := range inserts {
+		require.True(t, s.use(k))
+		most = max(most, s.tab.Len())
 	}
+	passes = s.passes - passes
 	runtime.ReadMemStats(&after)
-	checkIndex(t, tab)
-	assert.LessOrEqual(t, passes, inserts/(2*window), "rebuilds")
-	assert.Less(t, float64(after.TotalAlloc-before.TotalAlloc)/inserts, 6.0, "bytes allocated per Insert")
-	assert.LessOrEqual(t, tab.Len(), 4*window, "the stale entries are dropped")
+	checkIndex(t, s.tab)
+	assert.Less(t, most, 200, "entries held at most")
+	assert.Greater(t, passes, inserts/200, "passes")
+	assert.Less(t, float64(after.TotalAlloc-before.TotalAlloc)/inserts, 1.0, "bytes allocated per Insert")
 }

@@ -20,19 +20,24 @@ const MaxLen = math.MaxInt
 //
 // Stale entries are dropped, all of them, before the slice grows, and by
 // Sweep; a dropped entry is replaced by the last one, so the slice stays
-// dense.
+// dense. After a pass the slice is sized as the go1.24 build sizes its
+// index (see comeBack), with the keys dropped lately held in two maps
+// instead of bitmaps.
 type Table[K comparable, V any] struct {
-	index   map[K]int
-	entries []entry[K, V]
-	stale   Stale[K, V]
-	cursor  int // the entry Sweep looks at next
-	// dropping is whether the last pass dropped a quarter of the entries
-	// or more.
-	dropping bool
+	index    map[K]int
+	entries  []entry[K, V]
+	stale    Stale[K, V]
+	cursor   int // the entry Sweep looks at next
+	comeBack comeBack
+	// dropped and droppedBefore hold the keys that passes dropped lately:
+	// keys go to dropped until it holds ghostSize, when it becomes
+	// droppedBefore and a new one starts.
+	dropped, droppedBefore map[K]struct{}
+	ghostSize              int
 }
 
-// churnFactor is the go1.24 build's: see there.
-const churnFactor = 4
+// ghostReach and ghostMinKeys are the go1.24 build's: see there.
+const ghostReach, ghostMinKeys = 8, 1024
 
 // groupSize is the number of entries Sweep counts as one group, as many as
 // a group of the go1.24 build holds.
@@ -87,24 +92,27 @@ func (t *Table[K, V]) Passes() bool { return len(t.entries) == cap(t.entries) }
 func (t *Table[K, V]) Insert(_ uint64, key K, v V) *V {
 	if t.Passes() {
 		before := len(t.entries)
+		if !t.comeBack.yes {
+			t.ghostSize = max(ghostReach*before, ghostMinKeys)
+		}
 		for i := 0; i < len(t.entries); {
-			if !t.dropIfStale(i) {
+			if e := &t.entries[i]; t.stale(e.key, &e.val) {
+				t.remember(e.key)
+				t.drop(i)
+			} else {
 				i++
 			}
 		}
-		// The go1.24 build's sizing: room for 1.4 times n entries, n being
-		// the entries left, or, while passes keep dropping a quarter or
-		// more (keys that go stale and come back), up to churnFactor times
-		// them, so that the next pass comes late enough for such keys to
-		// be used again first.
+		// Room for 1.4 times n entries, as the go1.24 build's index.
 		n := len(t.entries) + 1
-		dropping := (before-len(t.entries))*4 >= before
-		if dropping && t.dropping {
-			n = max(n, min(before, len(t.entries)*churnFactor))
+		if t.comeBack.decide() {
+			n = max(n, before)
 		}
-		t.dropping = dropping
 		t.entries = append(make([]entry[K, V], 0, n*7/5+1), t.entries...)
 	}
+	_, dropped := t.dropped[key]
+	_, droppedBefore := t.droppedBefore[key]
+	t.comeBack.count(dropped || droppedBefore)
 	t.index[key] = len(t.entries)
 	t.entries = append(t.entries, entry[K, V]{key: key, val: v})
 	return &t.entries[len(t.entries)-1].val
@@ -127,13 +135,27 @@ func (t *Table[K, V]) Sweep(groups int) int {
 	return dropped
 }
 
+// remember records key as dropped by a pass.
+func (t *Table[K, V]) remember(key K) {
+	if t.dropped == nil || len(t.dropped) >= t.ghostSize {
+		t.droppedBefore, t.dropped = t.dropped, make(map[K]struct{})
+	}
+	t.dropped[key] = struct{}{}
+}
+
 // dropIfStale drops entry i if it is stale, moving the last entry into its
 // place, and reports whether it did.
 func (t *Table[K, V]) dropIfStale(i int) bool {
-	e := &t.entries[i]
-	if !t.stale(e.key, &e.val) {
+	if e := &t.entries[i]; !t.stale(e.key, &e.val) {
 		return false
 	}
+	t.drop(i)
+	return true
+}
+
+// drop drops entry i, moving the last entry into its place.
+func (t *Table[K, V]) drop(i int) {
+	e := &t.entries[i]
 	delete(t.index, e.key)
 	last := len(t.entries) - 1
 	if i != last {
@@ -142,5 +164,4 @@ func (t *Table[K, V]) dropIfStale(i int) bool {
 	}
 	t.entries[last] = entry[K, V]{} // for the garbage collector
 	t.entries = t.entries[:last]
-	return true
 }
