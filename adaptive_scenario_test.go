@@ -135,6 +135,9 @@ func TestScenarioAdaptiveLimiterDoesNotDriftUnderSustainedOverload(t *testing.T)
 // measured at a reduced limit. Under sustained overload every sample
 // includes queueing, so the baseline, and with it the limit, creeps up.
 func TestScenarioAMinimumLatencyBaselineDrifts(t *testing.T) {
+	if !longTests() {
+		t.Skip("a counterfactual of the test above, seconds under the race detector: the long mode (BACKOFF_LONG=1) runs it")
+	}
 	t.Parallel() // CPU-bound and self-contained: see TestMain
 	s := sim.DefaultCapacityDrop.Sustained()
 	type window struct{ at, mean time.Duration }

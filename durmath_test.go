@@ -314,6 +314,7 @@ func renderOptionTable() []string {
 // least WithClock's row or of another, every reader takes options, and the
 // doc comment shows the table as renderOptionTable renders it.
 func TestOptionTable(t *testing.T) {
+	t.Parallel() // self-contained: see TestMain
 	fset := token.NewFileSet()
 	names, err := filepath.Glob("*.go")
 	require.NoError(t, err)

@@ -249,10 +249,11 @@ func (r loadRun) everyWindow(charged, calls []time.Duration, extra time.Duration
 // how far the instants at which retries are sent, up to a breaker's open
 // time after the budget allowed them, stray from it.
 //
-// It plays 4 runs of 20 s of virtual time, 64 of 240 s in the long mode
+// It plays 2 runs of 20 s of virtual time, 64 of 240 s in the long mode
 // (BACKOFF_LONG=1).
 func TestLoadBound(t *testing.T) {
-	runs, length := 4, 20*time.Second
+	t.Parallel() // self-contained: see TestMain
+	runs, length := 2, 20*time.Second
 	if os.Getenv("BACKOFF_LONG") == "1" {
 		runs, length = 64, 240*time.Second
 	}

@@ -256,6 +256,7 @@ func TestRateLimitingQueueDefaultControllerMatchesControllerRuntime(t *testing.T
 // of RateLimitingQueue and DelayingQueue name those ([DelayingQueue.Park]...):
 // without that, go doc RateLimitingQueue shows neither Reschedule nor Park.
 func TestQueueDocsNameThePromotedMethods(t *testing.T) {
+	t.Parallel() // self-contained: see TestMain
 	fset := token.NewFileSet()
 	files, err := filepath.Glob("*.go")
 	require.NoError(t, err)

@@ -674,6 +674,7 @@ func TestQueueStressWithPriorities(t *testing.T) {
 }
 
 func queueStress(t *testing.T, priorities bool, opts ...backoff.Option) {
+	t.Parallel() // self-contained: see TestMain
 	const (
 		items     = 64
 		producers = 4

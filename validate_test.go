@@ -511,6 +511,7 @@ type nopBreakerMetrics struct{ backoff.BreakerMetrics }
 // helpers, are exactly the exceptions that the package doc's "Bad input"
 // section and the README's bad-input paragraph name.
 func TestBadInputsBehaveAsDocumented(t *testing.T) {
+	t.Parallel() // self-contained: see TestMain
 	rows := badInputs()
 	have := map[string]bool{} // "fn param value"
 	for _, r := range rows {
@@ -730,6 +731,7 @@ func readmeParagraph(t *testing.T, file, start string) string {
 // RunWorkers, and the Backoff's zero value) wrote messages of their own. An
 // invariant check that reports a bug of the package says "internal error".
 func TestEveryPanicGoesThroughValidate(t *testing.T) {
+	t.Parallel() // self-contained: see TestMain
 	files, err := filepath.Glob("*.go")
 	require.NoError(t, err)
 	fset := token.NewFileSet()
