@@ -73,22 +73,24 @@ echo "release-rehearsal: $version; checksum database: $sumdb (not for github.com
 (cd scripts/releaseproxy && go build -o "$tmp/releaseproxy" .)
 "$tmp/releaseproxy" -repo . -version "$version" -out "$tmp/proxy" "${modules[@]}"
 
-failed=()
-for m in "${modules[@]}"; do
+# rehearse installs module $1 as a user would and runs its program; its
+# lines go to $tmp/consumer/<name>.out, and its exit status says whether it
+# could.
+rehearse() {
+  local m=$1 name path c
   name=$(program "$m")
   path=$(awk '$1 == "module" { print $2; exit }' "$m/go.mod")
-  echo "-- $path@$version"
   c="$tmp/consumer/$name"
   mkdir -p "$c"
   cp "scripts/releaseproxy/testdata/$name/main.go" "$c/main.go"
-  if ! (
+  (
+    echo "-- $path@$version"
     cd "$c"
     export GOWORK=off GOTOOLCHAIN=local GOFLAGS="-mod=mod -modcacherw" \
       GOMODCACHE="$tmp/modcache" GOPROXY="file://$tmp/proxy,file://$cachedl" \
       GONOSUMDB=github.com/retrykit GOPRIVATE= GONOPROXY= GOSUMDB="$sumdb"
     # The go command's own lines (what it downloaded, added, compiled) go
-    # to a log, shown when the step fails. (errexit does not hold in an if's
-    # condition: each step exits by itself.)
+    # to a log, shown when the step fails.
     step() {
       if ! "$@" >"$c/go.log" 2>&1; then
         cat "$c/go.log"; echo "failed: $*"; exit 1
@@ -99,9 +101,29 @@ for m in "${modules[@]}"; do
     echo "$(grep -c '^go: added' "$c/go.log") modules added by go get"
     step go build -trimpath -o "$c/program" .
     "$c/program"
-  ); then
-    failed+=("$path")
+  ) >"$tmp/consumer/$name.out" 2>&1
+}
+
+# Two modules at a time, as many as the 2-core machines this runs on have
+# cores (the builds are CPU; go get mostly reads files, and the module
+# cache takes concurrent writers); their lines are printed in order.
+mkdir -p "$tmp/consumer"
+failed=()
+pids=()
+for i in "${!modules[@]}"; do
+  if [ "$i" -ge 2 ]; then
+    j=$((i - 2))
+    wait "${pids[$j]}" || failed+=("${modules[$j]}")
   fi
+  rehearse "${modules[$i]}" &
+  pids+=($!)
+done
+for ((j = ${#modules[@]} - 2; j < ${#modules[@]}; j++)); do
+  [ "$j" -ge 0 ] || continue
+  wait "${pids[$j]}" || failed+=("${modules[$j]}")
+done
+for m in "${modules[@]}"; do
+  cat "$tmp/consumer/$(program "$m").out"
 done
 if [ "${#failed[@]}" -gt 0 ]; then
   echo "release-rehearsal: could not install and run: ${failed[*]}"; exit 1

@@ -2,7 +2,7 @@
 
 #include "textflag.h"
 
-// func prefetch(p *uint32)
+// func prefetch(p uintptr)
 TEXT ·prefetch(SB), NOSPLIT|NOFRAME, $0-8
 	MOVD p+0(FP), R0
 	PRFM (R0), PLDL1KEEP

@@ -3,4 +3,4 @@
 package keytable
 
 // prefetch does nothing on this architecture.
-func prefetch(*uint32) {}
+func prefetch(uintptr) {}

@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"math/bits"
 	"sync/atomic"
+	"unsafe"
 )
 
 // Hashed reports whether Hash spreads keys (true in this build), so that an
@@ -37,9 +38,8 @@ const (
 	// minIndex is the smallest index, in slots.
 	minIndex = 8
 	// smallIndex: an index array of up to this many slots (4 KiB) is kept
-	// by a rebuild that needs less, however much less, and is not
-	// prefetched: a small table whose size swings as entries come and go
-	// then allocates nothing.
+	// by a rebuild that needs less, however much less: a small table whose
+	// size swings as entries come and go then allocates nothing.
 	smallIndex = 1024
 	// The index grows (or is rebuilt after dropping stale entries) when more
 	// than 7/8 of its slots are used, and is rebuilt 5/8 used.
@@ -119,9 +119,13 @@ type Table[K comparable, V any] struct {
 	// comeBack counts the Inserts of keys the ghost remembers, to size the
 	// table after a pass.
 	comeBack comeBack
-	// shared is index for Prefetch, which takes no lock: it is replaced,
-	// never written through, when the index is rebuilt.
-	shared atomic.Pointer[[]uint32]
+	// indexAt and indexLen are the address and length of index, for
+	// Prefetch, which takes no lock: each is read and written whole, and a
+	// Prefetch that reads one from before a rebuild and one from after it
+	// computes a wrong address, which is harmless, since it only asks for
+	// a cache line. The address is a uintptr, not a pointer: the garbage
+	// collector need not keep an old index alive for it.
+	indexAt, indexLen atomic.Uintptr
 }
 
 type entry[K comparable, V any] struct {
@@ -151,13 +155,11 @@ func (t *Table[K, V]) Hash(key K) uint64 { return maphash.Comparable(t.seed, key
 // Find's probe for hash h will start, so that the owner's other work before
 // Find (reading the clock, taking its lock) overlaps the memory access. It
 // needs no lock, reads no slot and may run while the index is rebuilt: then
-// it loads a line of the old index, which does no harm. It does nothing for
-// an index small enough to stay in the caches (see smallIndex).
+// it loads a line of the old index, or of no index, which does no harm.
 func (t *Table[K, V]) Prefetch(h uint64) {
-	if p := t.shared.Load(); p != nil {
-		index := *p
-		hi, _ := bits.Mul64(h, uint64(len(index)))
-		prefetch(&index[hi])
+	if n := t.indexLen.Load(); n != 0 {
+		hi, _ := bits.Mul64(h, uint64(n))
+		prefetch(t.indexAt.Load() + uintptr(hi)*4)
 	}
 }
 
@@ -408,14 +410,6 @@ func (t *Table[K, V]) rebuild(n int) {
 	for m := range t.live {
 		t.place(t.Hash(t.at(m).key), m)
 	}
-	if len(t.index) <= smallIndex {
-		// A small index stays in the caches: Prefetch has nothing to
-		// gain, and the copy of the slice it would read costs an
-		// allocation per rebuild, which a small table whose entries come
-		// and go makes every few inserts.
-		t.shared.Store(nil)
-		return
-	}
-	shared := t.index
-	t.shared.Store(&shared)
+	t.indexAt.Store(uintptr(unsafe.Pointer(&t.index[0])))
+	t.indexLen.Store(uintptr(len(t.index)))
 }

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -61,11 +62,9 @@ func checkIndex(t *testing.T, tab *Table[int, val]) {
 	}
 	require.Equal(t, tab.live, stored)
 	require.LessOrEqual(t, tab.used*maxLoadDen, len(tab.index)*maxLoadNum, "load")
-	if len(tab.index) > smallIndex {
-		require.Same(t, &tab.index[0], &(*tab.shared.Load())[0], "Prefetch sees the index")
-		require.Len(t, *tab.shared.Load(), len(tab.index), "Prefetch sees the index")
-	} else {
-		require.Nil(t, tab.shared.Load(), "a small index is not prefetched")
+	if tab.index != nil {
+		require.Equal(t, uintptr(unsafe.Pointer(&tab.index[0])), tab.indexAt.Load(), "Prefetch sees the index")
+		require.Equal(t, uintptr(len(tab.index)), tab.indexLen.Load(), "Prefetch sees the index")
 	}
 }
 
