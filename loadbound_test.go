@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -256,11 +257,33 @@ func TestLoadBound(t *testing.T) {
 	if os.Getenv("BACKOFF_LONG") == "1" {
 		runs, length = 64, 240*time.Second
 	}
+	// The runs are independent bubbles: they are played on as many
+	// goroutines as there are cores, and checked in order.
+	logs := make([]*loadLog, runs+1)
+	var next sync.Mutex
+	seed := uint64(0)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				next.Lock()
+				seed++
+				s := seed
+				next.Unlock()
+				if s > uint64(runs) {
+					return
+				}
+				logs[s] = newLoadRun(s, length).play(t)
+			}
+		}()
+	}
+	wg.Wait()
 	var sent, calls, charged int
 	sendExcess, sendRuns := math.Inf(-1), 0
 	for seed := uint64(1); seed <= uint64(runs); seed++ {
-		r := newLoadRun(seed, length)
-		log := r.play(t)
+		r, log := newLoadRun(seed, length), logs[seed]
 		sent += len(log.firstSent) + len(log.chargedSent)
 		calls += len(log.calls)
 		decisions := append(slices.Clone(log.decided), log.hedges...)
