@@ -33,9 +33,10 @@ import (
 // memory follows the keys whose buckets are not full or that come back, not
 // the keys ever seen. The keys that come back are seen to if they are up to
 // about nine times as many as the table holds when they start (at least the
-// keys used within one token's time, 1/r): clients calling once a second against 10/s are held from within a few
-// rounds of their calls. No goroutine sweeps, and a table that stops
-// receiving new keys keeps what it holds until new keys arrive.
+// keys used within one token's time, 1/r): clients calling once a second
+// against 10/s are held from within a few rounds of their calls. No
+// goroutine sweeps, and a table that stops receiving new keys keeps what it
+// holds until new keys arrive.
 // Memory is bounded further by [WithMaxKeys]; beyond that many keys, see
 // there.
 //

@@ -20,9 +20,9 @@ import "math/bits"
 // is seen to when fewer than n keys were dropped after it: when the keys
 // that come back are up to ghostReach+1 times as many as the table holds
 // (KeyedLimiter holds at least the keys used within a token's time; a
-// working set four times that is seen to come back, one a hundred times
-// it is not). A new key may be taken for one
-// that came back (see ghostBitsPerKey).
+// working set nine times that is seen to come back, one a hundred times it
+// is not). A new key may be taken for one that came back (see
+// ghostBitsPerKey).
 type ghost struct {
 	cur, prev []uint64
 	keys      int // recorded in cur
@@ -31,18 +31,6 @@ type ghost struct {
 	// none.
 	next int
 }
-
-// ghostMinKeys is the fewest keys a bitmap of the ghost is sized for (1
-// KiB): enough that keys coming back to a small table are seen even when
-// that table passes many times between their uses.
-const ghostMinKeys = 1024
-
-// ghostReach: a bitmap of the ghost is sized for this many times the
-// entries its table holds, so that the ghost costs ghostReach bytes per
-// entry (two bitmaps of ghostBitsPerKey bits per key), against the 32 to 40
-// bytes of the entry itself; a table that holds 1/ghostReach of the keys
-// that come back costs a fifth of what holding them all would.
-const ghostReach = 8
 
 // ghostBitsPerKey is the number of bits of a bitmap of the ghost per key it
 // is sized for. With this many, a bitmap that holds all its keys has 22% of

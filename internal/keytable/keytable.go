@@ -53,3 +53,16 @@ func (c *comeBack) decide() bool {
 	}
 	return c.yes
 }
+
+// ghostMinKeys is the fewest keys the ghost's bitmap (or, before Go 1.24,
+// its map) is sized for: enough that keys coming back to a small table are
+// seen even when that table passes many times between their uses.
+const ghostMinKeys = 1024
+
+// ghostReach: a bitmap of the ghost (a map before Go 1.24) is sized for
+// this many times the entries its table holds, so that the ghost costs
+// ghostReach bytes per entry (two bitmaps of ghostBitsPerKey bits per key),
+// against the 32 to 40 bytes of the entry itself: a table that holds
+// 1/ghostReach of the keys that come back costs, with its ghost, about a
+// sixth of what holding them all would.
+const ghostReach = 8

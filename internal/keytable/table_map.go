@@ -36,9 +36,6 @@ type Table[K comparable, V any] struct {
 	ghostSize              int
 }
 
-// ghostReach and ghostMinKeys are the go1.24 build's: see there.
-const ghostReach, ghostMinKeys = 8, 1024
-
 // groupSize is the number of entries Sweep counts as one group, as many as
 // a group of the go1.24 build holds.
 const groupSize = 7
