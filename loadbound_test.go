@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -260,21 +261,13 @@ func TestLoadBound(t *testing.T) {
 	// The runs are independent bubbles: they are played on as many
 	// goroutines as there are cores, and checked in order.
 	logs := make([]*loadLog, runs+1)
-	var next sync.Mutex
-	seed := uint64(0)
+	var next atomic.Uint64
 	var wg sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				next.Lock()
-				seed++
-				s := seed
-				next.Unlock()
-				if s > uint64(runs) {
-					return
-				}
+			for s := next.Add(1); s <= uint64(runs); s = next.Add(1) {
 				logs[s] = newLoadRun(s, length).play(t)
 			}
 		}()
