@@ -222,8 +222,15 @@ func minorFaults() int64 {
 	return ru.Minflt
 }
 
-// waitingHeapItems is how many items BenchmarkWaitingHeap holds.
-const waitingHeapItems = 1_000_000
+// waitingHeapItems is how many items BenchmarkWaitingHeap holds: 1,000,000,
+// or 100,000 with -short (CI's run of every benchmark once, where the
+// figures are not read).
+func waitingHeapItems() int {
+	if testing.Short() {
+		return 100_000
+	}
+	return 1_000_000
+}
 
 // BenchmarkWaitingHeap measures the live heap per waiting item with 1,000,000
 // int items waiting 1–2 h (B/item: runtime.ReadMemStats after a full GC, the
@@ -234,13 +241,14 @@ func BenchmarkWaitingHeap(b *testing.B) {
 	forEach(b, queueImpls, func(b *testing.B, mk func() queue) {
 		b.ReportAllocs()
 		var bytes uint64
+		items := waitingHeapItems()
 		for op := 0; op < b.N; op++ {
 			b.StopTimer()
 			g0 := runtime.NumGoroutine()
 			before := liveHeap()
 			b.StartTimer()
 			q := mk()
-			fillFar(q, 0, waitingHeapItems)
+			fillFar(q, 0, items)
 			absorb(b, q)
 			b.StopTimer()
 			bytes += liveHeap() - before
@@ -248,7 +256,7 @@ func BenchmarkWaitingHeap(b *testing.B) {
 			shutDownAndSettle(q, g0, before)
 			b.StartTimer()
 		}
-		b.ReportMetric(float64(bytes)/float64(b.N*waitingHeapItems), "B/item")
+		b.ReportMetric(float64(bytes)/float64(b.N*items), "B/item")
 	})
 }
 
@@ -302,14 +310,14 @@ func (g *growthState) refill(b *testing.B, mk func() queue) {
 // (absorb), timed, so that an asynchronous queue is charged for the work it
 // still had queued when the stretch ended; cpu-ns/op is the process's CPU
 // time over the timed stretches (reportCPU). run.sh runs it with a fixed
-// -benchtime=Nx. -short skips 10M.
+// -benchtime=Nx. -short skips 1M and 10M.
 func BenchmarkGrowth(b *testing.B) {
 	defer releaseGrowth()
 	forEach(b, queueImpls, func(b *testing.B, mk func() queue) {
 		for _, n := range growthSizes {
 			b.Run("n="+count(n), func(b *testing.B) {
-				if n > 1_000_000 && testing.Short() {
-					b.Skip("10M waiting items take minutes to fill; skipped with -short")
+				if n > 100_000 && testing.Short() {
+					b.Skip("1M and 10M waiting items take seconds to minutes to fill; skipped with -short")
 				}
 				b.ReportAllocs()
 				b.StopTimer()
@@ -351,13 +359,16 @@ func BenchmarkGrowth(b *testing.B) {
 // AddAfter call + 10 ms); p50, p99 and max over all items of all ops are
 // reported in µs (units p50-us, p99-us, max-us). impl=timer is the floor: a bare time.AfterFunc whose
 // callback hands the item to the worker over a channel. Run with
-// -benchtime=1x (one op takes about a second).
+// -benchtime=1x (one op takes about a second; with -short, 200 items).
 func BenchmarkLateness(b *testing.B) {
 	const (
-		items = 1000
 		gap   = time.Millisecond
 		delay = 10 * time.Millisecond
 	)
+	items := 1000
+	if testing.Short() {
+		items = 200 // CI's run once, where the figures are not read
+	}
 	impls := append(slices.Clip(latenessImplsOnly), queueImpls...)
 	forEach(b, impls, func(b *testing.B, mk func() queue) {
 		b.ReportAllocs()
@@ -434,12 +445,13 @@ func cpuTime() time.Duration {
 // wall time; 1000 is one core busy). The benchmark goroutine only sleeps in
 // that window. base-cpu-ms/s is the same measure over an equal window just
 // before the queues are built: what the process burns with no queue at all.
-// Run with -benchtime=1x.
+// Run with -benchtime=1x. With -short (CI's run once), 1,000 queues over
+// 200 ms windows.
 func BenchmarkIdle(b *testing.B) {
-	const queues = 10_000
+	queues := 10_000
 	window := 2 * time.Second
 	if testing.Short() {
-		window = 200 * time.Millisecond
+		queues, window = 1_000, 200*time.Millisecond
 	}
 	forEach(b, queueImpls, func(b *testing.B, mk func() queue) {
 		b.ReportAllocs()
