@@ -72,7 +72,7 @@ func (q *DelayingQueue[T]) AddAfter(item T, d time.Duration) {
 		return
 	}
 	now := q.nowLocked()
-	q.promoteDueAtLocked(now)
+	q.queueDueLocked(now) // addAfterLocked arms the timer
 	q.addAfterLocked(item, d, now)
 }
 

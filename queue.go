@@ -334,7 +334,9 @@ func (q *Queue[T]) addWithOptions(o AddOptions, limiter RateLimiter[T], budget b
 }
 
 // addAfterLocked is AddAfter on a running queue whose due items have been
-// promoted at time now.
+// queued at time now (queueDueLocked or promoteDueAtLocked). It leaves the
+// timer armed for the earliest ready time, so that its caller need not arm
+// it before: one arm per AddAfter instead of two.
 func (q *Queue[T]) addAfterLocked(item T, d time.Duration, now int64) {
 	q.addAfterAtLocked(item, d, now, 0)
 }
@@ -343,7 +345,9 @@ func (q *Queue[T]) addAfterLocked(item T, d time.Duration, now int64) {
 func (q *Queue[T]) addAfterAtLocked(item T, d time.Duration, now int64, prio int) {
 	if d <= 0 {
 		if p, waited := q.removeWaitingLocked(item, now); waited {
-			prio = max(prio, p)
+			prio = max(prio, p) // removeWaitingLocked armed the timer
+		} else {
+			q.delays.arm(now)
 		}
 		q.enqueueLocked(item, q.states.Hash(item), now, prio)
 	} else {
@@ -823,10 +827,17 @@ func (q *Queue[T]) promoteDueNowLocked() {
 // ready time. It does nothing once the queue is shutting down: waiting items
 // are then frozen for TakeWaiting.
 func (q *Queue[T]) promoteDueAtLocked(now int64) {
-	d := &q.delays
-	if d.frozen {
-		return
+	if !q.delays.frozen {
+		q.queueDueLocked(now)
+		q.delays.arm(now)
 	}
+}
+
+// queueDueLocked is promoteDueAtLocked without setting the timer, for a
+// caller that sets it afterwards (addAfterLocked) before it unlocks the
+// queue; the queue must not be shutting down.
+func (q *Queue[T]) queueDueLocked(now int64) {
+	d := &q.delays
 	for {
 		// The earlier of the next ready time and the next end of a park
 		// goes first; on a tie, the ready time.
@@ -848,7 +859,6 @@ func (q *Queue[T]) promoteDueAtLocked(now int64) {
 		}
 		q.enqueueLocked(e.Item, q.states.Hash(e.Item), e.At, q.prios.unwait(e.Item))
 	}
-	d.arm(now)
 }
 
 // waitLocked makes item wait until at, or until its current ready time if

@@ -110,9 +110,10 @@ func (q *RateLimitingQueue[T]) addRateLimited(item T) (r requeue) {
 		return requeue{}
 	}
 	now := q.nowLocked()
-	q.promoteDueAtLocked(now) // an item that is due counts as queued, not waiting
+	q.queueDueLocked(now) // an item that is due counts as queued, not waiting
 	if q.queuedOrWaitingLocked(item) {
 		q.raisePendingLocked(item, AddOptions{}, now) // a pending run at a negative priority rises to 0
+		q.delays.arm(now)
 		return requeue{pending: true}
 	}
 	r.delay, r.refused = q.budget.requeueDelay(q.limiter, q.limiter.When(item))

@@ -69,6 +69,9 @@ type Heap[T comparable] struct {
 	seq    uint32 // the seq that the next push or lower assigns
 
 	batch batch[T] // PushOrLower calls not applied yet (batch.go)
+	// alwaysBatch makes PushOrLower batch whatever the heap's size, for the
+	// tests of the batch.
+	alwaysBatch bool
 }
 
 // counts is the sizes of a Heap. It is not generic, so that a caller's

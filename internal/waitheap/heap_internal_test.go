@@ -1,10 +1,12 @@
 package waitheap
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -98,6 +100,14 @@ type batchRun struct {
 	fullBatches int // PushOrLower calls that found the batch full
 }
 
+// newBatchRun returns a batchRun whose heap batches at any size: the tests'
+// heaps are smaller than batchFrom.
+func newBatchRun() *batchRun {
+	r := &batchRun{ref: map[int]refEntry{}}
+	r.h.alwaysBatch = true
+	return r
+}
+
 // step runs one operation: kind < 17 is PushOrLower(item, at), kind < 19 a
 // PopMin if an item waits, anything else a find(item).
 func (r *batchRun) step(t *testing.T, op, kind, item int, at int64) {
@@ -153,7 +163,7 @@ func TestWaitHeapBatchMatchesReference(t *testing.T) {
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 0))
-			r := &batchRun{ref: map[int]refEntry{}}
+			r := newBatchRun()
 			for op := range ops {
 				item := rng.IntN(500)
 				kind := rng.IntN(20)
@@ -173,7 +183,7 @@ func FuzzWaitHeapBatch(f *testing.F) {
 	f.Add([]byte{0, 1, 1, 0, 2, 1, 0, 3, 1, 0, 4, 1, 0, 5, 1, 0, 6, 1, 0, 7, 1, 0, 8, 1,
 		0, 9, 1, 0, 10, 1, 0, 11, 1, 0, 12, 1, 0, 13, 1, 0, 14, 1, 0, 15, 1, 0, 16, 1, 0, 17, 0, 17, 0, 0})
 	f.Fuzz(func(t *testing.T, ops []byte) {
-		r := &batchRun{ref: map[int]refEntry{}}
+		r := newBatchRun()
 		for k := 0; k+2 < len(ops); k += 3 {
 			r.step(t, k/3, int(ops[k]%20), int(ops[k+1]), int64(ops[k+2]%100))
 		}
@@ -281,4 +291,51 @@ func TestWaitHeapDeepRemovals(t *testing.T) {
 		require.GreaterOrEqual(t, e.At, prev, "pops in ready-time order")
 		prev = e.At
 	}
+}
+
+// TestWaitHeapStartsBatchingAtBatchFrom fills a heap past batchFrom, so that
+// PushOrLower applies its calls at once and then batches them, with some
+// calls moving a waiting item earlier or later (a later time is ignored), and
+// checks the earliest time after each call and the order of the pops.
+func TestWaitHeapStartsBatchingAtBatchFrom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 0))
+	var h Heap[int]
+	ref := map[int]refEntry{}
+	seq, batchedSeen := 0, false
+	for op := range 2 * batchFrom { // a quarter of the calls repeat an item
+		item := op
+		if op%4 == 3 {
+			item = rng.IntN(op) // an item that may wait already
+		}
+		at := int64(rng.IntN(1 << 20))
+		h.PushOrLower(item, at)
+		batchedSeen = batchedSeen || h.batched > 0
+		if e, ok := ref[item]; !ok || at < e.At {
+			ref[item] = refEntry{at, seq}
+			seq++
+		}
+		if op%997 == 0 {
+			want := ref[refMin(ref)].At
+			if got := h.MinAt(); got != want {
+				t.Fatalf("op %d: MinAt %d, want %d", op, got, want)
+			}
+		}
+	}
+	require.True(t, batchedSeen, "PushOrLower batched once the heap held batchFrom entries")
+	require.False(t, h.Contains(-1)) // applies the batch: Len counts items again
+	require.Equal(t, len(ref), h.Len())
+	checkWaitHeap(t, &h)
+	items := make([]int, 0, len(ref))
+	for item := range ref {
+		items = append(items, item)
+	}
+	slices.SortFunc(items, func(a, b int) int {
+		return cmp.Or(cmp.Compare(ref[a].At, ref[b].At), cmp.Compare(ref[a].seq, ref[b].seq))
+	})
+	for k, want := range items {
+		if got := h.PopMin(); got.Item != want || got.At != ref[want].At {
+			t.Fatalf("pop %d: %d at %d, want %d at %d", k, got.Item, got.At, want, ref[want].At)
+		}
+	}
+	require.Zero(t, h.Len())
 }

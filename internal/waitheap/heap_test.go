@@ -1,6 +1,8 @@
 package waitheap_test
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -16,9 +18,9 @@ func TestHeapAPI(t *testing.T) {
 	h.PushOrLower("a", 20) // ties: set after b
 	h.PushOrLower("c", 30)
 	h.PushOrLower("c", 40) // later: ignored
-	assert.Equal(t, 4, h.Len(), "counts the batched calls")
+	assert.Equal(t, 3, h.Len(), "a small heap applies each call at once; Len counts items")
 	assert.Equal(t, int64(20), h.MinAt())
-	assert.False(t, h.Contains("x"), "applies the batch")
+	assert.False(t, h.Contains("x"))
 	assert.Equal(t, 3, h.Len())
 	h.PushOrLower("c", 10) // earlier: wins
 	assert.Equal(t, int64(10), h.MinAt())
@@ -87,4 +89,27 @@ func TestHeapSetMovesEitherWay(t *testing.T) {
 	assert.Equal(t, []string{"c", "d", "b", "a"}, order)
 	_, ok = h.At("a")
 	assert.False(t, ok, "a no longer waits")
+}
+
+// BenchmarkPushOrLowerFill fills heaps of n items from empty with random
+// ready times, a new heap every n calls: the path of a delaying queue's
+// AddAfter, below and above the size from which PushOrLower batches.
+func BenchmarkPushOrLowerFill(b *testing.B) {
+	for _, n := range []int{10_000, 100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(1, 2))
+			ats := make([]int64, 1<<16)
+			for i := range ats {
+				ats[i] = rng.Int64N(1 << 40)
+			}
+			b.ReportAllocs()
+			h := new(waitheap.Heap[int])
+			for i := range b.N {
+				if i%n == 0 && i > 0 {
+					h = new(waitheap.Heap[int])
+				}
+				h.PushOrLower(i%n, ats[i&(len(ats)-1)])
+			}
+		})
+	}
 }

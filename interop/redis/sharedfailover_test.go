@@ -156,7 +156,8 @@ func awaitRun(t *testing.T, done <-chan quotaRun, deadline time.Time) quotaRun {
 // restarted on the same port, empty, 4 s later. Meanwhile 50 replicas with
 // an AdaptiveRate each (what a SharedRate falls back to) run against a second
 // such API. The shared run must end, throttled no more than the local one,
-// each replica must have logged the outage once at most, and 2 s after the
+// each replica must have logged each outage once (the kill, and any round
+// trip that a loaded machine made outlast its timeout), and 2 s after the
 // restart every live replica must share again, counting all of them, in a
 // record that Redis has again.
 func TestSharedRateRedisKilled(t *testing.T) {
@@ -236,9 +237,13 @@ func TestSharedRateRedisKilled(t *testing.T) {
 	assert.LessOrEqual(t, sr.throttled, ar.throttled, "no more 429s than an AdaptiveRate per replica")
 	logged := 0
 	for i, l := range logs {
-		c := l.count("unavailable")
-		logged += c
-		assert.LessOrEqual(t, c, 1, "replica %d logged the outage once at most", i)
+		// Each outage is logged once when it begins and once when it ends,
+		// not once per decision made without Redis. The kill is one outage;
+		// on a loaded machine a round trip after the restart can also
+		// outlast its 500 ms timeout, which is another, logged as such.
+		down, up := l.count("unavailable"), l.count("available again")
+		logged += down
+		assert.Contains(t, []int{up, up + 1}, down, "replica %d logged each outage once, and each return", i)
 	}
 	t.Logf("%d replicas logged the outage", logged)
 	assert.Positive(t, logged, "the outage was logged")
