@@ -6,6 +6,10 @@
 // Times are int64 nanoseconds from an origin of the caller's choosing. Among
 // equal ready times, items come out in the order in which their times were
 // set.
+//
+// A heap small enough for a core's cache applies each PushOrLower at once; a
+// larger one collects them in batches whose cache misses overlap (batch.go).
+// Either way the heap behaves the same to its caller.
 package waitheap
 
 import (
