@@ -105,7 +105,7 @@ func (q *DelayingQueue[T]) Reschedule(item T, d time.Duration) {
 		return
 	}
 	now := q.nowLocked()
-	q.promoteDueAtLocked(now)
+	q.queueDueLocked(now) // both ways below arm the timer
 	if d > 0 && q.delays.waiting.Len() > 0 && q.delays.waiting.Contains(item) {
 		q.delays.waiting.Set(item, int64(addDuration(time.Duration(now), d)))
 		q.delays.arm(now)
