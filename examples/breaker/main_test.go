@@ -22,15 +22,28 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// TestStragglersTargets: for seeds 1–3, hedging after the learned p98
-// sends at most 3% more attempts, and cuts the p99.9 latency by at least
-// 6×. The target of 20× is printed, missed: with stragglers at 20× the
-// median, a hedge that answers after the delay (above the p97) plus the
-// median cannot do better than about 6.6× (see the report). The bound
-// asserted is what the library reaches, so that a regression fails.
+// targetSeeds is how many seeds the target tests play, from seed 1: three
+// in the long mode (BACKOFF_LONG=1, which CI runs without -race), one
+// otherwise, so that the README's test command stays quick under -race,
+// where a simulation runs some fifteen times slower. TestProgram checks
+// seed 1's figures exactly in both.
+func targetSeeds() uint64 {
+	if os.Getenv("BACKOFF_LONG") == "1" {
+		return 3
+	}
+	return 1
+}
+
+// TestStragglersTargets: for seeds 1–3 (seed 1 outside the long mode: see
+// targetSeeds), hedging after the learned p98 sends at most 3% more
+// attempts, and cuts the p99.9 latency by at least 6×. The target of 20× is
+// printed, missed: with stragglers at 20× the median, a hedge that answers
+// after the delay (above the p97) plus the median cannot do better than
+// about 6.6× (see the report). The bound asserted is what the library
+// reaches, so that a regression fails.
 func TestStragglersTargets(t *testing.T) {
 	t.Parallel()
-	for seed := uint64(1); seed <= 3; seed++ {
+	for seed := uint64(1); seed <= targetSeeds(); seed++ {
 		s := stragglers{sim.DefaultStragglers}
 		s.Seed = seed
 		f := s.figures()
@@ -40,13 +53,13 @@ func TestStragglersTargets(t *testing.T) {
 	}
 }
 
-// TestOutageTargets: for seeds 1–3, while the backend is down, retries and
-// hedges under the budget send at most 1.10× the first attempts; with the
-// breaker, at most 5% of the calls reach it; full traffic comes back within
-// 5 s of the recovery.
+// TestOutageTargets: for seeds 1–3 (seed 1 outside the long mode: see
+// targetSeeds), while the backend is down, retries and hedges under the
+// budget send at most 1.10× the first attempts; with the breaker, at most 5%
+// of the calls reach it; full traffic comes back within 5 s of the recovery.
 func TestOutageTargets(t *testing.T) {
 	t.Parallel()
-	for seed := uint64(1); seed <= 3; seed++ {
+	for seed := uint64(1); seed <= targetSeeds(); seed++ {
 		s := outage{sim.DefaultOutage}
 		s.Seed = seed
 		f := s.figures()
@@ -58,11 +71,12 @@ func TestOutageTargets(t *testing.T) {
 	}
 }
 
-// TestBlipTargets: for seeds 1–3, a blip of 0.14% timeouts at 840 calls/s
-// trips no breaker and has at most 0.2% of calls rejected locally.
+// TestBlipTargets: for seeds 1–3 (seed 1 outside the long mode: see
+// targetSeeds), a blip of 0.14% timeouts at 840 calls/s trips no breaker and
+// has at most 0.2% of calls rejected locally.
 func TestBlipTargets(t *testing.T) {
 	t.Parallel()
-	for seed := uint64(1); seed <= 3; seed++ {
+	for seed := uint64(1); seed <= targetSeeds(); seed++ {
 		s := blip{sim.DefaultBlip}
 		s.Seed = seed
 		f := s.figures()
@@ -72,12 +86,12 @@ func TestBlipTargets(t *testing.T) {
 	}
 }
 
-// TestSparseTargets: for seeds 1–3, a failure every 19 s trips the breaker
-// on the 5th failure in a row, and a breaker with the ratio rule alone
-// never trips.
+// TestSparseTargets: for seeds 1–3 (seed 1 outside the long mode: see
+// targetSeeds), a failure every 19 s trips the breaker on the 5th failure in
+// a row, and a breaker with the ratio rule alone never trips.
 func TestSparseTargets(t *testing.T) {
 	t.Parallel()
-	for seed := uint64(1); seed <= 3; seed++ {
+	for seed := uint64(1); seed <= targetSeeds(); seed++ {
 		s := sparse{sim.DefaultSparse}
 		s.Seed = seed
 		f := s.figures()
@@ -126,9 +140,10 @@ func TestProgram(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, string(a), string(b), "the SVG is deterministic")
 
-	other := runProgram(t, "-seed", "2", "-scenario", "outage")
+	// The stragglers, not the outage: a third of its cost under -race.
+	other := runProgram(t, "-seed", "2", "-scenario", "stragglers")
 	assert.Contains(t, other, "seed 2")
-	assert.NotContains(t, other, "32732 ÷ 29766")
+	assert.NotContains(t, other, "200ms ÷ 32.82ms")
 }
 
 // checkSVG checks that data is a well-formed SVG document with a chart per
