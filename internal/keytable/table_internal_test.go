@@ -43,17 +43,28 @@ func checkIndex(t *testing.T, tab *Table[int, val]) {
 		if s == tombstone {
 			continue
 		}
+		// Plain comparisons in the loops: testify's cost per call, under
+		// -race, would be most of the model tests' time.
 		n := int(s&numMask) - 1
-		require.True(t, n >= 0 && n < tab.live, "slot %d numbers entry %d of %d", i, n, tab.live)
-		require.Equal(t, -1, slotOfEntry[n], "entry %d has two slots", n)
+		if n < 0 || n >= tab.live {
+			t.Fatalf("slot %d numbers entry %d of %d", i, n, tab.live)
+		}
+		if slotOfEntry[n] != -1 {
+			t.Fatalf("entry %d has two slots", n)
+		}
 		slotOfEntry[n] = i
-		require.Equal(t, tagOf(tab.Hash(tab.at(n).key)), s&^numMask, "slot %d: tag", i)
+		if tag := tagOf(tab.Hash(tab.at(n).key)); s&^numMask != tag {
+			t.Fatalf("slot %d: tag %#x, want %#x", i, s&^numMask, tag)
+		}
 	}
 	require.Equal(t, tab.used, notEmpty, "used")
 	for n, i := range slotOfEntry {
-		require.NotEqual(t, -1, i, "entry %d has no slot", n)
-		e := tab.at(n)
-		require.Same(t, &e.val, tab.Find(tab.Hash(e.key), e.key), "entry %d (key %d)", n, e.key)
+		if i == -1 {
+			t.Fatalf("entry %d has no slot", n)
+		}
+		if e := tab.at(n); tab.Find(tab.Hash(e.key), e.key) != &e.val {
+			t.Fatalf("entry %d (key %d): Find does not return it", n, e.key)
+		}
 	}
 	stored := 0
 	for c, chunk := range tab.chunks {
@@ -84,15 +95,23 @@ func TestTableIndexModel(t *testing.T) {
 			want, inModel := model[k]
 			switch {
 			case v == nil && inModel:
-				require.True(t, want.stale, "seed %d op %d: key %d lost", seed, op, k)
+				if !want.stale {
+					t.Fatalf("seed %d op %d: key %d lost", seed, op, k)
+				}
 				fallthrough
 			case v == nil:
 				nv := val{n: op, stale: rng.IntN(4) == 0}
-				require.Equal(t, nv, *tab.Insert(h, k, nv))
+				if got := *tab.Insert(h, k, nv); got != nv {
+					t.Fatalf("seed %d op %d: key %d inserted as %+v, reads %+v", seed, op, k, nv, got)
+				}
 				model[k] = nv
 			default:
-				require.True(t, inModel, "seed %d op %d: key %d found, never added", seed, op, k)
-				require.Equal(t, want, *v)
+				if !inModel {
+					t.Fatalf("seed %d op %d: key %d found, never added", seed, op, k)
+				}
+				if *v != want {
+					t.Fatalf("seed %d op %d: key %d is %+v, want %+v", seed, op, k, *v, want)
+				}
 				v.n, v.stale = op, rng.IntN(4) == 0
 				model[k] = *v
 			}
@@ -106,12 +125,16 @@ func TestTableIndexModel(t *testing.T) {
 			if tab.Len() < len(model) {
 				for mk, mv := range model {
 					if tab.Find(tab.Hash(mk), mk) == nil {
-						require.True(t, mv.stale, "seed %d op %d: key %d lost", seed, op, mk)
+						if !mv.stale {
+							t.Fatalf("seed %d op %d: key %d lost", seed, op, mk)
+						}
 						delete(model, mk)
 					}
 				}
 			}
-			require.Equal(t, len(model), tab.Len(), "seed %d op %d", seed, op)
+			if len(model) != tab.Len() {
+				t.Fatalf("seed %d op %d: %d entries, want %d", seed, op, tab.Len(), len(model))
+			}
 		}
 		checkIndex(t, tab)
 	}
@@ -125,7 +148,9 @@ func TestTableGrowthKeepsTheLoad(t *testing.T) {
 	slots := 0
 	for k := range 200_000 {
 		tab.Insert(tab.Hash(k), k, val{n: k})
-		require.LessOrEqual(t, tab.used*8, tab.Slots()*7, "after %d inserts", k+1)
+		if tab.used*8 > tab.Slots()*7 {
+			t.Fatalf("after %d inserts: %d of %d slots used, more than 7/8", k+1, tab.used, tab.Slots())
+		}
 		if tab.Slots() != slots {
 			slots = tab.Slots()
 			if k > 100 {
