@@ -27,7 +27,9 @@ func newTable() *Table[int, val] {
 // checkIndex verifies the index against the storage: used counts the
 // slots that are not empty, every entry has exactly one slot, with its
 // number and its hash's tag, reached by Find from its home, and the
-// storage's chunks hold exactly the entries.
+// storage's chunks hold exactly the entries. Its loops, and the model
+// tests', compare plainly: testify's cost per call, under -race, would be
+// most of their time.
 func checkIndex(t *testing.T, tab *Table[int, val]) {
 	t.Helper()
 	notEmpty := 0
@@ -43,8 +45,6 @@ func checkIndex(t *testing.T, tab *Table[int, val]) {
 		if s == tombstone {
 			continue
 		}
-		// Plain comparisons in the loops: testify's cost per call, under
-		// -race, would be most of the model tests' time.
 		n := int(s&numMask) - 1
 		if n < 0 || n >= tab.live {
 			t.Fatalf("slot %d numbers entry %d of %d", i, n, tab.live)
