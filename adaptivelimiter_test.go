@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -130,7 +131,13 @@ func TestAdaptiveLimiterFollowsTheDownstreamsCapacity(t *testing.T) {
 	assert.GreaterOrEqual(t, fallen, 10)
 	assert.LessOrEqual(t, fallen, 20, "the limit follows it down")
 
-	waves(l, clk, 12000, 1000, 10, base) // 10 minutes of overload
+	// Overload, 2 minutes of it; 10 in the long mode (BACKOFF_LONG=1),
+	// which is seconds under the race detector.
+	overload := 2400
+	if os.Getenv("BACKOFF_LONG") == "1" {
+		overload = 12000
+	}
+	waves(l, clk, overload, 1000, 10, base)
 	assert.LessOrEqual(t, l.Limit(), fallen*11/10+1, "and stays down")
 
 	waves(l, clk, 600, 1000, 40, base)
@@ -213,6 +220,7 @@ func TestAdaptiveLimiterMeasuresAtItsMinimumAtLeast(t *testing.T) {
 }
 
 func TestAdaptiveLimiterRelearnsTheNoLoadLatency(t *testing.T) {
+	t.Parallel()
 	clk := testingclock.NewFakeClock(epoch)
 	l := backoff.NewAdaptiveLimiter(backoff.WithClock(clk), backoff.WithInitialLimit(10))
 	waves(l, clk, 300, 1000, 20, 100*time.Millisecond)
@@ -296,6 +304,7 @@ func TestAdaptiveLimiterBadInput(t *testing.T) {
 // way, while the clock moves: no permit is lost or counted twice, so the
 // calls in flight return to 0, and never exceed the most the limiter admits.
 func TestAdaptiveLimiterConcurrentPermitsAreCountedOnce(t *testing.T) {
+	t.Parallel()
 	clk := testingclock.NewFakeClock(epoch)
 	l := backoff.NewAdaptiveLimiter(backoff.WithClock(clk), backoff.WithInitialLimit(8), backoff.WithMaxLimit(16))
 	var wg sync.WaitGroup

@@ -192,6 +192,7 @@ func TestShrinkAfterMassRemoval(t *testing.T) {
 //
 // It runs 5,000 steps, 20,000 in the long mode (BACKOFF_LONG=1).
 func TestRemoveKeepsTheSplit(t *testing.T) {
+	t.Parallel()
 	steps := 5_000
 	if longTests() {
 		steps = 20_000

@@ -237,6 +237,7 @@ func TestBackoffWithExpiry(t *testing.T) {
 }
 
 func TestBackoffJitter(t *testing.T) {
+	t.Parallel()
 	const initial, maxDelay, factor = time.Second, time.Hour, 0.5
 	fc := testingclock.NewFakeClock(epoch)
 	b := backoff.NewBackOffWithJitter(initial, maxDelay, factor, backoff.WithClock(fc))

@@ -21,6 +21,7 @@ var errBreakerTest = errors.New("down")
 // probes out in one half-open period, and once every call is reported no
 // probe place is held: the breaker half-opens and closes again.
 func TestBreakerProbesNeverExceedTheLimit(t *testing.T) {
+	t.Parallel()
 	const probes = 3
 	clk := testingclock.NewFakeClock(time.Unix(0, 0))
 	b := NewBreaker(WithClock(clk), WithBreakerFailureRatio(0.2, 5), WithBreakerProbes(probes),

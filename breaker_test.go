@@ -509,6 +509,7 @@ func (s refusalSignal) IncRejected() {
 // changes of state are legal and in order, and afterwards the breaker
 // still opens, half-opens and closes (no probe place was leaked).
 func TestBreakerUnderConcurrentCalls(t *testing.T) {
+	t.Parallel()
 	clk := testingclock.NewFakeClock(epoch)
 	var mu sync.Mutex
 	last := backoff.BreakerClosed

@@ -161,6 +161,7 @@ func TestDelayingQueueGetContextWaitsForDelayedItem(t *testing.T) {
 }
 
 func TestDelayingQueueOneClockWaiterForAllItems(t *testing.T) {
+	t.Parallel()
 	fc := newQueueClock()
 	q := backoff.NewDelayingQueue[int](backoff.WithClock(fc))
 	defer q.ShutDown()

@@ -53,6 +53,7 @@ func TestKeyedLimiterMatchesLimiter(t *testing.T) {
 }
 
 func TestKeyedLimiterReclaimsFullKeys(t *testing.T) {
+	t.Parallel()
 	clk := clocktesting.NewFakeClock(epoch)
 	k := backoff.NewKeyedLimiter[int](10, 1, backoff.WithClock(clk))
 	for i := range 1000 {
@@ -366,6 +367,7 @@ func TestKeyedLimiterSetKeyLimitOnARefilledKey(t *testing.T) {
 
 // TestKeyedLimiterMaxKeysOne: the smallest bound.
 func TestKeyedLimiterMaxKeysOne(t *testing.T) {
+	t.Parallel()
 	clk := clocktesting.NewFakeClock(epoch)
 	k := backoff.NewKeyedLimiter[string](1, 1, backoff.WithClock(clk), backoff.WithMaxKeys(1))
 	assert.True(t, k.Allow("a"))
@@ -388,6 +390,7 @@ func TestKeyedLimiterMaxKeysOne(t *testing.T) {
 // burst plus its rate times the time elapsed, and the keys refill and are
 // dropped and added again along the way.
 func TestKeyedLimiterAdmissionUnderContention(t *testing.T) {
+	t.Parallel()
 	clk := clocktesting.NewFakeClock(epoch)
 	const rate, burst, keys = 20, 3, 64
 	k := backoff.NewKeyedLimiter[int](rate, burst, backoff.WithClock(clk))

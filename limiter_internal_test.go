@@ -291,6 +291,7 @@ func TestKeyedLimiterTableBound(t *testing.T) {
 // the keys beyond it together get one key's burst, not one each. The bound
 // is lowered here to what a test can fill.
 func TestKeyedLimiterAtTheTableBound(t *testing.T) {
+	t.Parallel()
 	clk := clocktesting.NewFakeClock(time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC))
 	k := NewKeyedLimiter[string](1, 3, WithClock(clk))
 	const perPart = 4

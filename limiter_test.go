@@ -233,6 +233,7 @@ func TestLimiterAdmissionBound(t *testing.T) {
 // concurrently within each step): what they admit is at most burst + rate ×
 // 10 s, exactly, and no token is lost either.
 func TestLimiterContention(t *testing.T) {
+	t.Parallel()
 	const r, burst, steps = 100.0, 10, 1000
 	l, clk := newFakeLimiter(r, burst)
 	var admitted atomic.Int64
@@ -487,6 +488,7 @@ func FuzzLimiter(f *testing.F) {
 // (a reservation, a new burst or limit), which must not leave a stale
 // refusal behind.
 func TestLimiterRefusalsRacingGrants(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		r     float64
 		burst int
@@ -549,6 +551,7 @@ func TestLimiterRefusalsRacingGrants(t *testing.T) {
 // also checks that the refusals' lock-free read is synchronised with the
 // grants' writes.
 func TestLimiterRefusalsWhileClockMoves(t *testing.T) {
+	t.Parallel()
 	const r, burst, steps, calls = 1e6, 100, 2000, 20_000
 	clk := clocktesting.NewFakeClock(epoch)
 	l := backoff.NewLimiter(r, burst, backoff.WithClock(clk))
@@ -588,6 +591,7 @@ func TestLimiterRefusalsWhileClockMoves(t *testing.T) {
 // never exceeds the bursts + rate × elapsed. Under -race this also checks
 // that the lock-free grants are synchronised with the locked calls.
 func TestLimiterGrantsWhileClockMovesStayWithinTheRate(t *testing.T) {
+	t.Parallel()
 	const r, burst, steps = 1e9, 5, 4000
 	l, clk := newFakeLimiter(r, burst)
 	var admitted atomic.Int64

@@ -254,6 +254,7 @@ func (r loadRun) everyWindow(charged, calls []time.Duration, extra time.Duration
 // It plays 2 runs of 20 s of virtual time, 64 of 240 s in the long mode
 // (BACKOFF_LONG=1).
 func TestLoadBound(t *testing.T) {
+	t.Parallel()
 	runs, length := 2, 20*time.Second
 	if os.Getenv("BACKOFF_LONG") == "1" {
 		runs, length = 64, 240*time.Second

@@ -285,6 +285,7 @@ func TestFairnessWithinEachPriority(t *testing.T) {
 // within the first 100 Gets (round-robin: one turn each, and the big
 // tenant's turns in between).
 func TestFairnessSmallTenantsServedWithin100Gets(t *testing.T) {
+	t.Parallel()
 	q := backoff.NewQueue[string](backoff.WithFairness(tenantOf))
 	defer q.ShutDown()
 	for i := range 10_000 {
@@ -491,6 +492,7 @@ func TestAddWithOptionsCountsRetriesAsAddAfter(t *testing.T) {
 // the queue interns at once, as pending runs of queued items and of items
 // being processed: every item comes out once, at its priority, in order.
 func TestPriorityManyDistinctPriorities(t *testing.T) {
+	t.Parallel()
 	q := backoff.NewDelayingQueue[int]()
 	defer q.ShutDown()
 	const n = 600

@@ -77,6 +77,7 @@ func getReadyItem[T comparable](t *testing.T, q interface {
 }
 
 func TestQueueTimerInvariant(t *testing.T) {
+	t.Parallel()
 	fc := testingclock.NewFakeClock(time.Unix(0, 0))
 	q := NewDelayingQueue[int](WithClock(fc))
 	rng := rand.New(rand.NewPCG(9, 9))
@@ -190,6 +191,7 @@ func snapshotDelays[T comparable](q *DelayingQueue[T], promote bool) delaysSnaps
 // stale entries are gone once a queue has handed out everything: random
 // adds with priorities, raises and re-adds while processing, then a drain.
 func TestPriorityBookkeepingIsGivenBack(t *testing.T) {
+	t.Parallel()
 	for seed := uint64(1); seed <= 50; seed++ {
 		fc := testingclock.NewFakeClock(time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC))
 		q := NewDelayingQueue[int](WithClock(fc))

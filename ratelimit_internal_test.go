@@ -60,6 +60,7 @@ func checkFailureCounts(t *testing.T, s *failureCounts[int], want []int, counts 
 // TestFailureCountsModel drives the store with random operations and
 // compares it with a plain model: a map of counts and a recency slice.
 func TestFailureCountsModel(t *testing.T) {
+	t.Parallel()
 	for _, limit := range []int{0, 1, 2, 7} {
 		rng := rand.New(rand.NewPCG(1, uint64(limit)))
 		var s failureCounts[int]

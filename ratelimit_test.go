@@ -82,6 +82,7 @@ func TestDefaultControllerRateLimiterOptions(t *testing.T) {
 // failures, Forgets and clock steps on the default limiter and on the
 // composition it documents itself to be.
 func TestDefaultControllerRateLimiterIsMaxOfParts(t *testing.T) {
+	t.Parallel()
 	for _, opts := range [][]backoff.Option{nil, {backoff.WithMaxTrackedItems(7)}} {
 		clk := clocktesting.NewFakeClock(epoch)
 		opts = append(opts, backoff.WithClock(clk))
@@ -371,6 +372,7 @@ func TestItemExponentialBounds(t *testing.T) {
 }
 
 func TestItemExponentialManyFailures(t *testing.T) {
+	t.Parallel()
 	l := backoff.NewItemExponentialFailureRateLimiter[string](time.Nanosecond, time.Duration(math.MaxInt64))
 	prev := time.Duration(0)
 	for n := range 5000 {
@@ -382,6 +384,7 @@ func TestItemExponentialManyFailures(t *testing.T) {
 }
 
 func TestItemExponentialJitter(t *testing.T) {
+	t.Parallel()
 	const base, ceiling = time.Second, 10 * time.Second
 	l := backoff.NewItemExponentialFailureRateLimiter[int](base, ceiling, backoff.WithRequeueJitter(0.5))
 	firsts := map[time.Duration]bool{}

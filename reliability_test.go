@@ -320,6 +320,7 @@ type relAdd struct {
 //   - when ShutDownWithDrain returns uncut, nothing is queued or processed;
 //   - at the end the workers have seen the shutdown and Len is 0.
 func TestReliabilityShutdownRacesProducers(t *testing.T) {
+	t.Parallel()
 	const (
 		items     = 32
 		producers = 4
@@ -510,6 +511,7 @@ func relClockJumper(fc *testingclock.FakeClock, seed uint64, span time.Duration,
 // epoch. Every delay stays in [0, max]; no panic; and once the clock is set
 // an hour on, GC reclaims every entry, so memory does not outlive the ids.
 func TestReliabilityBackoffClockJumps(t *testing.T) {
+	t.Parallel()
 	const (
 		goroutines, calls = 8, 600
 		ids               = 200
@@ -571,6 +573,7 @@ func TestReliabilityBackoffClockJumps(t *testing.T) {
 // bounds, and with WithMaxTrackedItems(64) at most 64 items have a failure
 // count at the end.
 func TestReliabilityLimitersClockJumps(t *testing.T) {
+	t.Parallel()
 	const (
 		goroutines, calls = 8, 500
 		items             = 1000

@@ -546,6 +546,7 @@ func TestRetryBudgetQueueRefusedRetriesWaitWithinTheCap(t *testing.T) {
 // fail three times, with a 10% budget: every item is processed to success,
 // none by two workers at once, within the limiter's cap of each failure.
 func TestRetryBudgetQueueConverges(t *testing.T) {
+	t.Parallel()
 	fc := testingclock.NewFakeClock(epoch)
 	b := backoff.NewRetryBudget(0.1, 0, 10*time.Second, backoff.WithClock(fc))
 	adds := &addCounter{}
@@ -800,6 +801,7 @@ func TestRetryBudgetSetAsideRetriesAreNotCountedAsMade(t *testing.T) {
 // every retry asked for is allowed or refused exactly once, and once the
 // window has passed, nothing set aside is left counted.
 func TestRetryBudgetParallelDecisionsKeepTheirCounts(t *testing.T) {
+	t.Parallel()
 	const goroutines, calls = 8, 3000
 	fc := testingclock.NewFakeClock(epoch)
 	b := backoff.NewRetryBudget(0.5, 20, time.Second, backoff.WithClock(fc))

@@ -13,6 +13,7 @@ import (
 )
 
 func TestThrottlerAllowsWhileTheDownstreamAccepts(t *testing.T) {
+	t.Parallel()
 	clk := testingclock.NewFakeClock(epoch)
 	th := backoff.NewThrottler(2, 10*time.Second, backoff.WithClock(clk))
 	for range 10000 {
@@ -165,6 +166,7 @@ func TestThrottlerBadInput(t *testing.T) {
 }
 
 func TestThrottlerConcurrentUse(t *testing.T) {
+	t.Parallel()
 	clk := testingclock.NewFakeClock(epoch)
 	th := backoff.NewThrottler(2, time.Second, backoff.WithClock(clk))
 	var wg sync.WaitGroup

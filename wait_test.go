@@ -157,6 +157,7 @@ func TestLoopStopsDuringWait(t *testing.T) {
 // fires the timer, so that both are ready when the loop wakes up: whichever
 // the select picks, f must not run again.
 func TestLoopNeverRunsAfterStopEvenWhenTheTimerFiresToo(t *testing.T) {
+	t.Parallel()
 	for _, h := range loopHelpers {
 		t.Run(h.name, func(t *testing.T) {
 			for i := 0; i < 50; i++ {

@@ -184,6 +184,7 @@ func TestRunWorkersItemTimeout(t *testing.T) {
 // resync), are due at one instant without jitter, and spread over the
 // jitter's window with WithRequeueJitter(0.1): 5 to 5.5 minutes.
 func TestRunWorkersSpreadsRequeueAfterWithJitter(t *testing.T) {
+	t.Parallel()
 	readyAts := func(opts ...backoff.Option) []time.Duration {
 		fc := newQueueClock()
 		q := backoff.NewRateLimitingQueue[int](newQLimiter[int](func(int) time.Duration { return time.Minute }), backoff.WithClock(fc))
