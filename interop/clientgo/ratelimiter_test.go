@@ -2,6 +2,7 @@ package clientgobackoff_test
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -99,6 +100,12 @@ func (l *timingLimiter) Wait(ctx context.Context) error {
 // default limiter, a token bucket of 5 per second with bursts of 10 (x/time/
 // rate's, which backoff.Limiter matches to the nanosecond), would hold them
 // back for 198 s: computed here on a fake clock rather than waited for.
+//
+// That Configure's limiter made nothing wait is read from its rate, which
+// stays unlimited without a 429, and whose Wait then returns at once. The
+// real time the requests spent in Wait is only a sanity bound: it is
+// scheduling delays, a few milliseconds in all on a quiet machine, up to
+// about 100 ms at a load of 5 on two cores.
 func TestNoClientWaitWhileTheServerHasRoom(t *testing.T) {
 	srv := httptest.NewServer(newAPFServer(100, 100, 0))
 	defer srv.Close()
@@ -118,7 +125,8 @@ func TestNoClientWaitWhileTheServerHasRoom(t *testing.T) {
 	cfg.RateLimiter = timed
 	run(t, cfg, 10, 1000)
 	t.Logf("Configure: %v of client-side waiting in all, QPS %v", time.Duration(timed.waited.Load()), l.QPS())
-	assert.Less(t, time.Duration(timed.waited.Load()), 100*time.Millisecond)
+	assert.True(t, math.IsInf(float64(l.QPS()), 1), "no 429, so the rate never limited a request")
+	assert.Less(t, time.Duration(timed.waited.Load()), time.Second, "Wait returned at once, give or take the scheduler")
 }
 
 // TestFewerThrottlesWhenTheServerIsSaturated: 40 goroutines send 1,000
@@ -131,7 +139,7 @@ func TestNoClientWaitWhileTheServerHasRoom(t *testing.T) {
 // the unlimited run's count. Both runs are real time, so both counts vary
 // with the machine's load: on a quiet 2-core machine 2 to 4 of the paced
 // run's requests are throttled against 48 to 54 of the unlimited run's; at a
-// load of 5, or with three copies of the test at once, 1 to 9 against 44 to
+// load of 5, or with three copies of the test at once, 1 to 11 against 44 to
 // 54; once in CI, beside another module's tests being linked, 15 against 39.
 // The bounds leave room for that.
 func TestFewerThrottlesWhenTheServerIsSaturated(t *testing.T) {
