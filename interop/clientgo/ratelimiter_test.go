@@ -140,8 +140,8 @@ func TestNoClientWaitWhileTheServerHasRoom(t *testing.T) {
 // with the machine's load: on a quiet 2-core machine 2 to 4 of the paced
 // run's requests are throttled against 48 to 54 of the unlimited run's; at a
 // load of 5, or with three copies of the test at once, 1 to 11 against 44 to
-// 54; once in CI, beside another module's tests being linked, 15 against 39.
-// The bounds leave room for that.
+// 54; beside another module's test binary being linked, as in CI, as many
+// as 15 against 39. The bounds leave room for that.
 func TestFewerThrottlesWhenTheServerIsSaturated(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs for several seconds of real time")
