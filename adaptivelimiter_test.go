@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -134,7 +133,7 @@ func TestAdaptiveLimiterFollowsTheDownstreamsCapacity(t *testing.T) {
 	// Overload, 2 minutes of it; 10 in the long mode (BACKOFF_LONG=1),
 	// which is seconds under the race detector.
 	overload := 2400
-	if os.Getenv("BACKOFF_LONG") == "1" {
+	if longTests() {
 		overload = 12000
 	}
 	waves(l, clk, overload, 1000, 10, base)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -362,7 +361,7 @@ func aloneWithQuota(quota float64, rtt time.Duration, hint bool) float64 {
 func TestAdaptiveRateAloneUsesItsQuota(t *testing.T) {
 	t.Parallel() // CPU-bound and self-contained: see TestMain
 	quotas := []float64{2, 100}
-	if os.Getenv("BACKOFF_LONG") == "1" {
+	if longTests() {
 		quotas = append(quotas, 2000)
 	}
 	for _, quota := range quotas {

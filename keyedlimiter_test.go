@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 	clocktesting "k8s.io/utils/clock/testing"
 	"math"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -165,7 +164,7 @@ func TestKeyedLimiterGrowthLosesNoKey(t *testing.T) {
 	clk := clocktesting.NewFakeClock(epoch)
 	k := backoff.NewKeyedLimiter[string](1, 2, backoff.WithClock(clk))
 	n := 20_000
-	if os.Getenv("BACKOFF_LONG") == "1" {
+	if longTests() {
 		n = 200_000
 	}
 	for i := range n {
@@ -212,7 +211,7 @@ func TestKeyedLimiterForgetsAStreamOfNewKeys(t *testing.T) {
 	k := backoff.NewKeyedLimiter[int](10, 1, backoff.WithClock(clk))
 	const notFull = 5_000
 	keys := 12 * notFull
-	if os.Getenv("BACKOFF_LONG") == "1" {
+	if longTests() {
 		keys = 60 * notFull
 	}
 	peak := 0
@@ -240,7 +239,7 @@ func TestKeyedLimiterForgetsAStreamOfNewKeys(t *testing.T) {
 func TestKeyedLimiterKeepsKeysThatComeBack(t *testing.T) {
 	const clients = 3_000
 	seeds := 2
-	if os.Getenv("BACKOFF_LONG") == "1" {
+	if longTests() {
 		seeds = 20
 	}
 	for range seeds {

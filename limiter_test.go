@@ -9,7 +9,6 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"math"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -183,7 +182,7 @@ func TestLimiterAdmissionBound(t *testing.T) {
 		rng := rand.New(rand.NewPCG(1, uint64(tc.burst)))
 		const goroutines = 4
 		rounds := 100
-		if os.Getenv("BACKOFF_LONG") == "1" {
+		if longTests() {
 			rounds = 400 // the long mode (CI runs it without -race)
 		}
 		admitted := make([]int64, rounds+1) // admitted[i]: tokens in round i

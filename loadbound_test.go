@@ -7,7 +7,6 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -256,7 +255,7 @@ func (r loadRun) everyWindow(charged, calls []time.Duration, extra time.Duration
 func TestLoadBound(t *testing.T) {
 	t.Parallel()
 	runs, length := 2, 20*time.Second
-	if os.Getenv("BACKOFF_LONG") == "1" {
+	if longTests() {
 		runs, length = 64, 240*time.Second
 	}
 	// The runs are independent bubbles: they are played on as many

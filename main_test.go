@@ -9,6 +9,7 @@ import (
 	"go.uber.org/goleak"
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +25,11 @@ import (
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
+
+// longTests reports whether the long mode is on (BACKOFF_LONG=1): CI runs
+// the long scenarios and models once at full length, without -race, and the
+// README's test command runs them short.
+func longTests() bool { return os.Getenv("BACKOFF_LONG") == "1" }
 
 // epoch is where every fake clock of the black-box tests starts. Tests of
 // every part of the package share it, so it lives in a file of its own.

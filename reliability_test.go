@@ -10,7 +10,6 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	"log/slog"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"sort"
 	"sync"
@@ -1670,7 +1669,7 @@ func TestPriorityQueueAgreesWithModel(t *testing.T) {
 // without and with a max-ready-wait bound; stream picks the sequences.
 func runPriorityModelSeeds(t *testing.T, fair bool, stream uint64) {
 	seeds, n := uint64(20), 600
-	if os.Getenv("BACKOFF_LONG") != "" {
+	if longTests() {
 		seeds, n = 400, 3000
 	}
 	for _, maxWait := range []time.Duration{0, 25 * time.Millisecond} {

@@ -11,7 +11,6 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	"math"
 	"math/rand/v2"
-	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -170,7 +169,7 @@ func TestRetryBudgetWindowInvariant(t *testing.T) {
 	t.Parallel() // CPU-bound and self-contained: see TestMain
 	rng := rand.New(rand.NewPCG(22, 1))
 	runs := 60
-	if os.Getenv("BACKOFF_LONG") == "1" {
+	if longTests() {
 		runs = 600 // the long mode (CI runs it without -race)
 	}
 	for run := 0; run < runs; run++ {
