@@ -9,7 +9,7 @@ require (
 	github.com/retrykit/backoff v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
-	k8s.io/utils v0.0.0-20261023123148-ca04ba58ecab
+	k8s.io/utils v0.0.0-20251002143259-bc988d571ff4
 )
 
 require (
