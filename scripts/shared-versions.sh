@@ -7,7 +7,7 @@
 # Why it matters: a compiled package is reused from the build cache (and
 # staticcheck's analysis from its cache) only where its source and every
 # dependency under it are the same. bench/, interop/clientgo and
-# interop/controllerruntime all build Kubernetes' client libraries, some 300
+# interop/controllerruntime all build Kubernetes' client libraries, some 700
 # packages; with one golang.org/x/sys or go-logr/logr version apart, every one
 # of them is compiled and analysed again for each module, several minutes of
 # CPU on a machine with empty caches.
