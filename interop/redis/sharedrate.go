@@ -44,7 +44,7 @@ import (
 //     The replica that met it also holds its requests for the Retry-After.
 //   - Each replica holds a lease in the record with its demand: what it
 //     sends, or more than it is given when its requests wait for their
-//     turn. The estimate is divided max-min fairly: a replica that wants
+//     turn or it sends nine tenths of its share or more. The estimate is divided max-min fairly: a replica that wants
 //     less than an equal share gets what it wants, with room to grow, and
 //     the others divide the rest. A replica that joins is counted at its
 //     first round trip, one that closes leaves at once, and one that dies
@@ -314,13 +314,8 @@ func (s *SharedRate) roundTrip(ctx context.Context, call string) {
 	s.mu.Lock()
 	r := sharedReport{call: call, now: s.micros(now), initial: s.initial}
 	elapsed := now.Sub(s.lastAt).Seconds()
-	answers := (st.Succeeded + st.Throttled) - (s.lastStats.Succeeded + s.lastStats.Throttled)
 	r.demand = st.Sent
-	if s.trips == 0 || st.Waiting > 0 || 2*(st.Waited-s.lastStats.Waited) > answers || st.Throttled > s.lastStats.Throttled {
-		// Its requests wait for their turn, or were throttled (and held
-		// for the Retry-After: what it sent says nothing of what it
-		// wants), or it has not sent any yet: it wants more than it is
-		// given.
+	if wantsMore(st, s.lastStats, s.trips == 0) {
 		r.demand = math.Inf(1)
 	}
 	if s.demandForTest != 0 {

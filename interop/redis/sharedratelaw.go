@@ -3,6 +3,8 @@ package redis
 import (
 	"math"
 	"time"
+
+	"github.com/retrykit/backoff"
 )
 
 // The shared estimate of a quota moves along a curve that every replica
@@ -27,6 +29,11 @@ const (
 	// share is given, in multiples of what it sends: room to grow before it
 	// counts as wanting more.
 	sharedHeadroom = 1.5
+	// sharedUsedUp is the part of its rate that a replica sending as much
+	// or more is taken to be held back by, whether or not its requests
+	// waited: one given more than it wants sends at most 1/sharedHeadroom
+	// (two thirds) of its rate, so the two cannot be confused.
+	sharedUsedUp = 0.9
 )
 
 // sharedClimb is how long the curve takes from a cut back to its plateau,
@@ -62,6 +69,23 @@ func (c curve) at(now int64) float64 {
 		return sharedMinRate
 	}
 	return min(v, 1e9)
+}
+
+// wantsMore reports whether a replica wants more than it is given, from its
+// AdaptiveRate's statistics now and at its last round trip (first: it has
+// made none, so it has not sent any yet). Its requests say so by waiting
+// for their turn, or by being throttled (and then held for the Retry-After:
+// what it sent says nothing of what it wants). They do not always say so by
+// waiting: a replica whose requests each take about as long as its turns
+// are apart (a slow upstream, a loaded machine) calls just after its turn
+// comes and never waits, yet sends all it is given; sending nearly its
+// whole rate says it too. Were such a replica to report what it sends, a
+// share freed by replicas leaving would reach it only by sharedHeadroom per
+// round trip.
+func wantsMore(st, last backoff.AdaptiveRateStats, first bool) bool {
+	answers := (st.Succeeded + st.Throttled) - (last.Succeeded + last.Throttled)
+	return first || st.Waiting > 0 || 2*(st.Waited-last.Waited) > answers ||
+		st.Throttled > last.Throttled || st.Sent >= sharedUsedUp*st.Rate
 }
 
 // capped bounds an estimate by what the replicas want: when every one of

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/retrykit/backoff"
 )
 
 // TestCurve: the slow start doubles every 250 ms; after a cut the curve
@@ -59,4 +61,37 @@ func TestShareOf(t *testing.T) {
 		total += min(shareOf(60, d, demands), d)
 	}
 	assert.InDelta(t, 60.0, total, 1e-9, "what is given and used adds up to the estimate")
+}
+
+// TestWantsMore: a replica wants more than it is given when its requests
+// wait, are throttled, or use up nearly all its rate without waiting; one
+// given headroom over what it sends does not.
+func TestWantsMore(t *testing.T) {
+	last := backoff.AdaptiveRateStats{Rate: 10, Sent: 5, Waited: 10, Succeeded: 100, Throttled: 1}
+	now := last
+	now.Succeeded += 10
+	assert.True(t, wantsMore(now, last, true), "before its first round trip")
+	assert.False(t, wantsMore(now, last, false), "sends half its rate, nothing waits")
+
+	waiting := now
+	waiting.Waiting = 1
+	assert.True(t, wantsMore(waiting, last, false), "a request waits now")
+	waited := now
+	waited.Waited += 6
+	assert.True(t, wantsMore(waited, last, false), "most requests since the last round trip waited")
+	waited.Waited = last.Waited + 5
+	assert.False(t, wantsMore(waited, last, false), "half of them waited")
+	throttled := now
+	throttled.Throttled++
+	assert.True(t, wantsMore(throttled, last, false), "throttled since the last round trip")
+
+	usedUp := now
+	usedUp.Sent = 9.2
+	assert.True(t, wantsMore(usedUp, last, false), "its requests come just after their turns: nothing waits, yet it sends its whole rate")
+	headroom := now
+	headroom.Rate, headroom.Sent = 15, 10
+	assert.False(t, wantsMore(headroom, last, false), "given 1.5 times what it sends")
+	unlimited := now
+	unlimited.Rate, unlimited.Sent = backoff.InfLimit, 1e6
+	assert.False(t, wantsMore(unlimited, last, false), "no rate to use up")
 }
