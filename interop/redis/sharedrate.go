@@ -315,7 +315,7 @@ func (s *SharedRate) roundTrip(ctx context.Context, call string) {
 	r := sharedReport{call: call, now: s.micros(now), initial: s.initial}
 	elapsed := now.Sub(s.lastAt).Seconds()
 	r.demand = st.Sent
-	if wantsMore(st, s.lastStats, s.trips == 0) {
+	if wantsMore(st, s.lastStats, s.trips < 2) {
 		r.demand = math.Inf(1)
 	}
 	if s.demandForTest != 0 {

@@ -72,19 +72,20 @@ func (c curve) at(now int64) float64 {
 }
 
 // wantsMore reports whether a replica wants more than it is given, from its
-// AdaptiveRate's statistics now and at its last round trip (first: it has
-// made none, so it has not sent any yet). Its requests say so by waiting
-// for their turn, or by being throttled (and then held for the Retry-After:
-// what it sent says nothing of what it wants). They do not always say so by
-// waiting: a replica whose requests each take about as long as its turns
-// are apart (a slow upstream, a loaded machine) calls just after its turn
-// comes and never waits, yet sends all it is given; sending nearly its
-// whole rate says it too. Were such a replica to report what it sends, a
-// share freed by replicas leaving would reach it only by sharedHeadroom per
-// round trip.
-func wantsMore(st, last backoff.AdaptiveRateStats, first bool) bool {
+// AdaptiveRate's statistics now and at its last round trip. Its requests
+// say so by waiting for their turn, or by being throttled (and then held
+// for the Retry-After: what it sent says nothing of what it wants), or by
+// using nearly its whole rate: a replica whose requests each take about as
+// long as its turns are apart (a slow upstream, a loaded machine) calls just
+// after its turn comes and never waits, yet sends all it is given; were it
+// to report what it sends, a share freed by replicas leaving would reach it
+// only by sharedHeadroom per round trip. Until its second round trip
+// (starting) it is taken to want more: what it sent until then was measured
+// from a standing start (the measured rate starts at zero, and its first
+// requests open their connections), and would understate what it sends.
+func wantsMore(st, last backoff.AdaptiveRateStats, starting bool) bool {
 	answers := (st.Succeeded + st.Throttled) - (last.Succeeded + last.Throttled)
-	return first || st.Waiting > 0 || 2*(st.Waited-last.Waited) > answers ||
+	return starting || st.Waiting > 0 || 2*(st.Waited-last.Waited) > answers ||
 		st.Throttled > last.Throttled || st.Sent >= sharedUsedUp*st.Rate
 }
 

@@ -70,7 +70,7 @@ func TestWantsMore(t *testing.T) {
 	last := backoff.AdaptiveRateStats{Rate: 10, Sent: 5, Waited: 10, Succeeded: 100, Throttled: 1}
 	now := last
 	now.Succeeded += 10
-	assert.True(t, wantsMore(now, last, true), "before its first round trip")
+	assert.True(t, wantsMore(now, last, true), "before its second round trip")
 	assert.False(t, wantsMore(now, last, false), "sends half its rate, nothing waits")
 
 	waiting := now
