@@ -44,11 +44,12 @@ import (
 //     The replica that met it also holds its requests for the Retry-After.
 //   - Each replica holds a lease in the record with its demand: what it
 //     sends, or more than it is given when its requests wait for their
-//     turn or it sends nine tenths of its share or more. The estimate is divided max-min fairly: a replica that wants
-//     less than an equal share gets what it wants, with room to grow, and
-//     the others divide the rest. A replica that joins is counted at its
-//     first round trip, one that closes leaves at once, and one that dies
-//     is dropped when its lease ends (three sync intervals).
+//     turn, when it sends nine tenths of its share or more, and until its
+//     second round trip. The estimate is divided max-min fairly: a replica
+//     that wants less than an equal share gets what it wants, with room to
+//     grow, and the others divide the rest. A replica that joins is counted
+//     at its first round trip, one that closes leaves at once, and one that
+//     dies is dropped when its lease ends (three sync intervals).
 //
 // Each replica makes one round trip every one to 1.2 [WithSyncInterval]s
 // (default one second), and one more for each cut it reports (at most one per cut), on a
